@@ -1,0 +1,34 @@
+"""Typed errors. Analysis code raises these; only the CLI turns them into one line and an exit code."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class KernlintError(Exception):
+    """Base of every error a user can cause. `str()` is the one line the CLI prints."""
+
+    exit_code = 2
+
+    def __init__(self, path: str | Path | None, problem: str, line: int | None = None):
+        self.path = None if path is None else str(path)
+        self.problem = problem
+        self.line = line
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        where = self.path or "<input>"
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        return f"{where}: {self.problem}"
+
+
+class TraceError(KernlintError):
+    """A trace file (or folder) that cannot be read as a torch.profiler Chrome trace."""
+
+
+class RuleFileError(KernlintError):
+    """A rule file that does not parse or does not follow the rule schema."""
+
+
+class ConfigError(KernlintError):
+    """A bad command-line value or option combination (selection, output path, baseline)."""

@@ -1,0 +1,81 @@
+"""Fused single-kernel FP8 dummy-weight init (Triton). Imported only on CUDA.
+
+Random-number generation, not memory, bounds this kernel: a naive kernel (one ``tl.rand`` per value)
+runs ~8x above the write ceiling on an H200. Here one Philox call (``tl.randint4x``) gives four 32-bit
+words and each word gives four FP8 values (one byte of randomness each), so one call feeds 16 bytes of
+output. Each byte b maps to ``low + (b + 0.5) * (high - low) / 256``, rounded to FP8: 256 evenly spaced
+levels over [low, high], finer than the FP8 grid except within (high - low) / 256 of zero.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+TL_FP8 = {
+    torch.float8_e4m3fn: tl.float8e4nv,
+    torch.float8_e5m2: tl.float8e5,
+}
+
+# Tuned on the H200 (bench/bench_dummy_init.py sweeps these); 16 * BLOCK bytes per program.
+DEFAULT_BLOCK = 1024
+DEFAULT_NUM_WARPS = 4
+
+
+@triton.jit
+def _byte_to_fp8_bits(byte, offset, step, FP8: tl.constexpr):
+    # 2^23 + byte as a float, minus 2^23: an exact int->float without the slower convert instruction.
+    level = (byte | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
+    return (level * step + offset).to(FP8).to(tl.uint8, bitcast=True).to(tl.uint32)
+
+
+@triton.jit
+def _word_of_four_fp8(r, offset, step, FP8: tl.constexpr):
+    q0 = _byte_to_fp8_bits(r & 0xFF, offset, step, FP8)
+    q1 = _byte_to_fp8_bits((r >> 8) & 0xFF, offset, step, FP8)
+    q2 = _byte_to_fp8_bits((r >> 16) & 0xFF, offset, step, FP8)
+    q3 = _byte_to_fp8_bits(r >> 24, offset, step, FP8)
+    return (q0 | (q1 << 8) | (q2 << 16) | (q3 << 24)).to(tl.int32, bitcast=True)
+
+
+@triton.jit
+def fp8_uniform_init_kernel(
+    words_ptr, tail_ptr, n_words, n_tail, seed, offset, step,
+    BLOCK: tl.constexpr, FP8: tl.constexpr, N_ROUNDS: tl.constexpr,
+):
+    """Writes 4 * BLOCK int32 words (16 * BLOCK FP8 values) per program; program 0 also writes the
+    0-3 trailing bytes that do not fill a word."""
+    pid = tl.program_id(0)
+    lanes = tl.arange(0, BLOCK)
+    r0, r1, r2, r3 = tl.randint4x(seed, pid * BLOCK + lanes, N_ROUNDS)
+    base = pid.to(tl.int64) * (4 * BLOCK) + lanes
+    tl.store(words_ptr + base, _word_of_four_fp8(r0, offset, step, FP8), mask=base < n_words)
+    tl.store(words_ptr + base + BLOCK, _word_of_four_fp8(r1, offset, step, FP8), mask=base + BLOCK < n_words)
+    tl.store(words_ptr + base + 2 * BLOCK, _word_of_four_fp8(r2, offset, step, FP8),
+             mask=base + 2 * BLOCK < n_words)
+    tl.store(words_ptr + base + 3 * BLOCK, _word_of_four_fp8(r3, offset, step, FP8),
+             mask=base + 3 * BLOCK < n_words)
+    if pid == 0:
+        if n_tail > 0:
+            # Counters past every program's range: a stream of its own.
+            tail_lanes = tl.arange(0, 4)
+            t0, _, _, _ = tl.randint4x(seed, tl.num_programs(0) * BLOCK + tail_lanes, N_ROUNDS)
+            bits = _byte_to_fp8_bits(t0 & 0xFF, offset, step, FP8).to(tl.uint8)
+            tl.store(tail_ptr + tail_lanes, bits, mask=tail_lanes < n_tail)
+
+
+def fp8_uniform_fused_(flat_bytes: torch.Tensor, fp8_dtype: torch.dtype, low: float, high: float, seed: int,
+                       *, block: int = DEFAULT_BLOCK, num_warps: int = DEFAULT_NUM_WARPS,
+                       n_rounds: int = 10) -> None:
+    """Fills ``flat_bytes`` (a 1-D uint8 view of an FP8 tensor's memory, 4-byte aligned) in one launch."""
+    n = flat_bytes.numel()
+    n_words = n // 4
+    n_tail = n - 4 * n_words
+    words = flat_bytes[: 4 * n_words].view(torch.int32)
+    tail = flat_bytes[4 * n_words:] if n_tail else flat_bytes
+    step = (high - low) / 256.0
+    grid = (max(1, triton.cdiv(n_words, 4 * block)),)
+    fp8_uniform_init_kernel[grid](
+        words, tail, n_words, n_tail, seed, low + 0.5 * step, step,
+        BLOCK=block, FP8=TL_FP8[fp8_dtype], N_ROUNDS=n_rounds, num_warps=num_warps,
+    )

@@ -1,0 +1,167 @@
+"""Dummy-weight initialization (random weights for benchmarking without a checkpoint), vLLM-compatible.
+
+``initialize_dummy_weights(model)`` walks ``model.state_dict()`` and calls
+``initialize_single_dummy_weight(param, ...)`` per tensor, like vLLM's DummyModelLoader. Keep these two
+names: traces of vLLM carry no annotation around dummy init, so rule KL002 finds it by these Python frames.
+
+``uniform_`` has no FP8 kernel, so FP8 parameters take one of three forms (``mode``):
+
+* ``"fixed"``: ``tmp = empty_like(param, fp16); tmp.uniform_(); param.copy_(tmp)``: one fp16 scratch,
+  cast inside ``copy_``. Bit-identical to the old vLLM path (``param.data.to(fp16)``, ``uniform_``,
+  ``.to(fp8)``, ``copy_``), which also read the old values and made a throw-away FP8 intermediate.
+* ``"chunked"``: ``"fixed"`` in slices of ``chunk_numel`` elements, so the fp16 scratch stays bounded
+  for huge tensors; bit-identical to ``"fixed"`` (below 2**31 elements). On CUDA the slices start at
+  multiples of the uniform kernel's grid-stride period and the generator's Philox offset is set for
+  each, so every element draws the same random number it draws in one full-size call.
+* ``"fused"``: one Triton kernel writes FP8 directly from ``tl.randint4x`` with no scratch at all. Its
+  random stream differs from ``"fixed"`` (same range and seed-determinism, different values). On CPU,
+  or for layouts it does not take, it falls back to ``"fixed"``.
+
+Non-FP8 floating-point parameters get ``param.uniform_`` in place in every mode. Meta tensors are skipped
+(their values are set later). Non-floating-point parameters (e.g. packed int weights) are left as they
+are, except on ROCm, where vLLM zeroes them so runs are reproducible.
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+from torch import nn
+
+__all__ = [
+    "MODES", "DEFAULT_CHUNK_NUMEL",
+    "initialize_dummy_weights", "initialize_single_dummy_weight",
+    "uniform_fp8_fixed_", "uniform_fp8_chunked_", "uniform_fp8_fused_",
+]
+
+MODES = ("fixed", "fused", "chunked")
+DEFAULT_CHUNK_NUMEL = 16 * 1024 * 1024  # 32 MiB of fp16 scratch
+
+# torch's CUDA uniform_ (DistributionTemplates.h): 256-thread blocks, grid capped at
+# SMs * (max threads per SM / 256), one curand_uniform4 (4 values, Philox offset +4) per thread per step.
+_UNIFORM_BLOCK = 256
+_UNIFORM_UNROLL = 4
+_PHILOX_OFFSET_PER_STEP = 4
+
+
+def initialize_dummy_weights(model: nn.Module, low: float = -1e-3, high: float = 1e-3, seed: int = 1234,
+                             mode: str = "fixed", chunk_numel: int = DEFAULT_CHUNK_NUMEL) -> None:
+    """Fills every tensor of ``model.state_dict()`` with uniform values in [low, high].
+
+    Each tensor gets its own generator seeded with ``seed`` (as in vLLM), so its values depend only on
+    its shape, dtype, device and ``mode``, not on which other tensors the model holds.
+    """
+    if mode not in MODES:
+        raise ValueError(f"initialize_dummy_weights: mode must be one of {MODES}, got {mode!r}")
+    for param in model.state_dict().values():
+        initialize_single_dummy_weight(param, low, high, seed, mode=mode, chunk_numel=chunk_numel)
+
+
+@torch.no_grad()
+def initialize_single_dummy_weight(param: torch.Tensor, low: float = -1e-3, high: float = 1e-3,
+                                   seed: int = 1234, *, mode: str = "fixed",
+                                   chunk_numel: int = DEFAULT_CHUNK_NUMEL) -> None:
+    """Fills one tensor in place; see the module docstring for the modes."""
+    if mode not in MODES:
+        raise ValueError(f"initialize_single_dummy_weight: mode must be one of {MODES}, got {mode!r}")
+    if param.device.type == "meta":
+        return
+    if not torch.is_floating_point(param):
+        if torch.version.hip is not None and param.is_cuda:
+            param.zero_()
+        return
+    if torch.finfo(param.dtype).bits >= 16:
+        generator = torch.Generator(device=param.device)
+        generator.manual_seed(seed)
+        param.uniform_(low, high, generator=generator)
+        return
+    if mode == "fused" and _fused_supported(param):
+        uniform_fp8_fused_(param, low, high, seed)
+        return
+    generator = torch.Generator(device=param.device)
+    generator.manual_seed(seed)
+    if mode == "chunked":
+        uniform_fp8_chunked_(param, low, high, generator, chunk_numel)
+    else:
+        uniform_fp8_fixed_(param, low, high, generator)
+
+
+def uniform_fp8_fixed_(param: torch.Tensor, low: float, high: float, generator: torch.Generator) -> None:
+    """One fp16 scratch of param's layout (``empty_like`` keeps strides, as ``.to`` did), cast in ``copy_``."""
+    tmp = torch.empty_like(param, dtype=torch.float16)
+    tmp.uniform_(low, high, generator=generator)
+    param.data.copy_(tmp)
+
+
+def uniform_fp8_chunked_(param: torch.Tensor, low: float, high: float, generator: torch.Generator,
+                         chunk_numel: int = DEFAULT_CHUNK_NUMEL) -> None:
+    """``uniform_fp8_fixed_`` with at most ~``chunk_numel`` elements of fp16 scratch; same values."""
+    if chunk_numel < 1:
+        raise ValueError(f"chunk_numel must be >= 1, got {chunk_numel}")
+    numel = param.numel()
+    flat = _flat_memory_view(param)
+    if param.is_cuda:
+        period = _uniform_period(param.device.index if param.device.index is not None
+                                 else torch.cuda.current_device())
+        chunk_numel = -(-chunk_numel // period) * period
+    if flat is None or numel <= chunk_numel:
+        uniform_fp8_fixed_(param, low, high, generator)
+        return
+    scratch = torch.empty(chunk_numel, dtype=torch.float16, device=param.device)
+    if param.is_cuda:
+        base_offset = generator.get_offset()
+        for start in range(0, numel, chunk_numel):
+            n = min(chunk_numel, numel - start)
+            # Element i of a full-size call draws at Philox offset base + 4 * (i // period).
+            generator.set_offset(base_offset + _PHILOX_OFFSET_PER_STEP * (start // period))
+            part = scratch[:n]
+            part.uniform_(low, high, generator=generator)
+            flat[start:start + n].copy_(part)
+        generator.set_offset(base_offset + _PHILOX_OFFSET_PER_STEP * -(-numel // period))
+    else:
+        # CPU uniform_ draws serially in memory order from one mt19937: slices continue the stream.
+        for start in range(0, numel, chunk_numel):
+            n = min(chunk_numel, numel - start)
+            part = scratch[:n]
+            part.uniform_(low, high, generator=generator)
+            flat[start:start + n].copy_(part)
+
+
+def uniform_fp8_fused_(param: torch.Tensor, low: float, high: float, seed: int, **launch) -> None:
+    """One Triton kernel, no scratch (CUDA, e4m3fn/e5m2, dense, 4-byte aligned); else ``"fixed"``.
+
+    Its random stream differs from ``uniform_fp8_fixed_``: same range, deterministic per seed.
+    ``launch`` passes ``block`` / ``num_warps`` / ``n_rounds`` to the kernel (benchmark sweeps).
+    """
+    if not _fused_supported(param):
+        generator = torch.Generator(device=param.device)
+        generator.manual_seed(seed)
+        uniform_fp8_fixed_(param, low, high, generator)
+        return
+    from kernlint.reference._triton_dummy_init import fp8_uniform_fused_
+
+    flat = _flat_memory_view(param)
+    fp8_uniform_fused_(flat.view(torch.uint8), param.dtype, low, high, seed, **launch)
+
+
+def _fused_supported(param: torch.Tensor) -> bool:
+    return (param.is_cuda and param.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
+            and param.numel() > 0 and param.data_ptr() % 4 == 0 and _flat_memory_view(param) is not None)
+
+
+def _flat_memory_view(t: torch.Tensor) -> torch.Tensor | None:
+    """A 1-D view of the memory a dense (any dim order) tensor covers; None if it has gaps or overlaps."""
+    expected_stride = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(t.stride(), t.shape) if sz != 1):
+        if stride != expected_stride:
+            return None
+        expected_stride *= size
+    return t.as_strided((t.numel(),), (1,), t.storage_offset())
+
+
+@functools.lru_cache(maxsize=None)
+def _uniform_period(device_index: int) -> int:
+    """Elements per grid-stride step of torch's saturated CUDA uniform_ kernel (4 values a thread)."""
+    props = torch.cuda.get_device_properties(device_index)
+    blocks_per_sm = props.max_threads_per_multi_processor // _UNIFORM_BLOCK
+    return _UNIFORM_BLOCK * props.multi_processor_count * blocks_per_sm * _UNIFORM_UNROLL

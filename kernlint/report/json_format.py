@@ -1,0 +1,65 @@
+"""`--format json`: a documented, stable schema (schema_version 1).
+
+```
+{
+  "schema_version": 1,
+  "tool": {"name": "kernlint", "version": "0.1.0"},
+  "exit_code": 1,
+  "summary": {"traces": 1, "findings": 1, "errors": 1, "warnings": 0, "infos": 0},
+  "findings": [{
+      "rule": "KL001", "name": "fill-before-block-quant", "severity": "error",
+      "message": "...", "trace": "path", "rank": null,
+      "scope": "module Fp8BlockLinear_0",
+      "event": "vectorized_elementwise_kernel[FillFunctor<BFloat16>]", "event_kind": "kernel",
+      "event_category": "fill", "launch_op": "aten::fill_", "top_op": "aten::new_ones",
+      "source": "linear.py:88" | null, "anchor": "scale_1x128_kernel" | null,
+      "ts": 123.4, "fingerprint": "KL001|..."}],
+  "rules_passed": ["KL002"],
+  "rules_not_applicable": ["KL003"],        # ids that applied to none of the traces
+  "traces": [{"path": "...", "events": 1234, "has_device_events": true, "has_stacks": true, "rank": null,
+              "rules": [{"rule": "KL001", "status": "failed|passed|not-applicable", "level": "kernel|op|null",
+                         "instances": 2, "reason": null, "findings": 1}]}]
+}
+```
+`ts` is the launch time in the trace's own microseconds. Fields are only ever added, never renamed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from kernlint import __version__
+from kernlint.report.model import CheckResult
+
+SCHEMA_VERSION = 1
+
+
+def to_dict(result: CheckResult) -> dict:
+    findings = []
+    for f in result.findings:
+        item = dataclasses.asdict(f)
+        item["fingerprint"] = f.fingerprint
+        findings.append(item)
+    counts = {s: sum(1 for f in result.findings if f.severity == s) for s in ("error", "warning", "info")}
+    rule_ids = [r.id for r in result.rules]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "kernlint", "version": __version__},
+        "exit_code": result.exit_code,
+        "summary": {"traces": len(result.reports), "findings": len(findings), "errors": counts["error"],
+                    "warnings": counts["warning"], "infos": counts["info"]},
+        "findings": findings,
+        "rules_passed": [r for r in rule_ids if result.rule_status(r) == "passed"],
+        "rules_not_applicable": [r for r in rule_ids if result.rule_status(r) == "not-applicable"],
+        "traces": [
+            {"path": rep.trace, "events": rep.events, "has_device_events": rep.has_device_events,
+             "has_stacks": rep.has_stacks, "rank": rep.rank,
+             "rules": [{"rule": o.rule, "status": o.status, "level": o.level, "instances": o.instances,
+                        "reason": o.reason, "findings": len(o.findings)} for o in rep.outcomes]}
+            for rep in result.reports
+        ],
+    }
+
+
+def render(result: CheckResult) -> str:
+    return json.dumps(to_dict(result), indent=2) + "\n"

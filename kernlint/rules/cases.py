@@ -1,0 +1,142 @@
+"""Rule cases: each rule's good and bad traces, as data.
+
+A case file (`fixtures/cases/KL001.toml`) lists cases for one rule:
+
+```toml
+rule = "KL001"
+
+[[case]]
+name = "gpu-placeholder-new-ones"
+trace = "traces/gpu/placeholder_new_ones.pt.trace.json.gz"   # relative to the fixtures folder
+expect = "failed"                # failed | passed | not-applicable
+findings = 1                     # optional: exact number of findings
+event = "FillFunctor"            # optional: regex every finding's event must match
+scope = "Fp8BlockLinear"         # optional: regex every finding's scope must match
+source = "placeholder"           # optional: regex every finding's source must match
+level = "kernel"                 # optional: kernel | op
+
+[[case]]
+name = "cpu-placeholder-new-ones"
+program = "placeholder_new_ones" # fixtures/programs/NAME.py, recorded on the CPU by the test suite
+expect = "failed"
+```
+Adding a case never needs Python. The test suite runs every case of every rule through `evaluate_case`.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from kernlint.errors import RuleFileError
+from kernlint.rules.engine import RuleOutcome, check_trace
+from kernlint.rules.schema import Rule
+from kernlint.trace.load import load_trace
+
+
+class CaseSpec(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", frozen=True):
+    name: str
+    expect: Literal["failed", "passed", "not-applicable"]
+    trace: str | None = None
+    program: str | None = None
+    findings: int | None = None
+    event: str | None = None
+    scope: str | None = None
+    source: str | None = None
+    level: Literal["kernel", "op"] | None = None
+    note: str = ""
+
+
+class CaseFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    rule: str
+    case: list[CaseSpec]
+
+
+@dataclass
+class Case:
+    rule: str
+    spec: CaseSpec
+    file: Path
+
+    @property
+    def id(self) -> str:
+        return f"{self.rule}:{self.spec.name}"
+
+    def trace_path(self, fixtures: Path) -> Path | None:
+        return fixtures / self.spec.trace if self.spec.trace else None
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    outcome: RuleOutcome | None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def load_cases(folder: Path) -> list[Case]:
+    cases: list[Case] = []
+    for file in sorted(Path(folder).glob("KL*.toml")):
+        try:
+            data = msgspec.convert(tomllib.loads(file.read_text(encoding="utf-8")), CaseFile)
+        except (tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:
+            raise RuleFileError(file, f"bad case file: {exc}") from None
+        for spec in data.case:
+            if (spec.trace is None) == (spec.program is None):
+                raise RuleFileError(file, f"case {spec.name!r} needs exactly one of `trace` or `program`")
+            cases.append(Case(rule=data.rule, spec=spec, file=file))
+    return cases
+
+
+def evaluate_case(case: Case, trace: Path, rules: list[Rule]) -> CaseResult:
+    """Check `trace` with the case's rule and compare with what the case expects."""
+    chosen = [r for r in rules if r.id == case.rule]
+    if not chosen:
+        return CaseResult(case, None, [f"rule {case.rule} is not loaded"])
+    outcome = check_trace(load_trace(trace), chosen).outcomes[0]
+    spec = case.spec
+    problems = []
+    if outcome.status != spec.expect:
+        problems.append(f"expected {spec.expect}, got {outcome.status}"
+                        + (f" ({outcome.reason})" if outcome.reason else "")
+                        + (f": {[f.message for f in outcome.findings]}" if outcome.findings else ""))
+    if spec.findings is not None and len(outcome.findings) != spec.findings:
+        problems.append(f"expected {spec.findings} finding(s), got {len(outcome.findings)}: "
+                        f"{[f.message for f in outcome.findings]}")
+    if spec.level is not None and outcome.level != spec.level:
+        problems.append(f"expected level {spec.level}, got {outcome.level}")
+    for attr in ("event", "scope", "source"):
+        pattern = getattr(spec, attr)
+        if pattern is None:
+            continue
+        for f in outcome.findings:
+            value = getattr(f, attr) or ""
+            if not re.search(pattern, value):
+                problems.append(f"finding {attr} {value!r} does not match /{pattern}/")
+    return CaseResult(case, outcome, problems)
+
+
+@dataclass
+class AuditResult:
+    results: list[CaseResult]
+
+    @property
+    def all_as_expected(self) -> bool:
+        return all(r.ok for r in self.results)
+
+
+def audit_recorded_cases(fixtures: Path, rules: list[Rule]) -> AuditResult:
+    """Every case that names a recorded trace, checked and compared with its expectation."""
+    results = []
+    for case in load_cases(fixtures / "cases"):
+        path = case.trace_path(fixtures)
+        if path is not None:
+            results.append(evaluate_case(case, path, rules))
+    return AuditResult(results)

@@ -1,0 +1,332 @@
+"""The rule engine: rules x event table -> findings and per-rule outcomes. Returns data, prints nothing."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from kernlint.rules.schema import SEVERITY_ORDER, Rule
+from kernlint.trace.scopes import COARSE_ANNOTATIONS, Scope, ScopeIndex
+from kernlint.trace.table import DEVICE_KINDS, EventTable
+
+STATUS_FAILED = "failed"
+STATUS_PASSED = "passed"
+STATUS_NOT_APPLICABLE = "not-applicable"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule violation, pointing at the offending event and the code that launched it."""
+
+    rule: str
+    name: str
+    severity: str
+    message: str
+    trace: str
+    scope: str
+    event: str
+    event_kind: str
+    event_category: str
+    launch_op: str | None
+    top_op: str | None
+    source: str | None
+    anchor: str | None
+    ts: float
+    rank: int | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable identity across runs (no timestamps, no file paths): for baselines."""
+        return "|".join([self.rule, self.scope, self.event, self.top_op or "", self.anchor or ""])
+
+
+@dataclass
+class RuleOutcome:
+    rule: str
+    name: str
+    severity: str
+    status: str
+    level: str | None = None       # "kernel" or "op" for anchored checks
+    instances: int = 0             # anchors or scope instances checked
+    reason: str | None = None      # why not applicable
+    findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass
+class TraceReport:
+    trace: str
+    events: int
+    has_device_events: bool
+    has_stacks: bool
+    rank: int | None
+    outcomes: list[RuleOutcome]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for o in self.outcomes for f in o.findings]
+
+
+def check_trace(table: EventTable, rules: Iterable[Rule],
+                coarse: Sequence[str] = COARSE_ANNOTATIONS) -> TraceReport:
+    index = ScopeIndex(table, coarse)
+    outcomes = [_check_rule(rule, table, index) for rule in rules]
+    return TraceReport(trace=table.path, events=len(table), has_device_events=table.has_device_events,
+                       has_stacks=table.has_stacks, rank=table.meta.rank, outcomes=outcomes)
+
+
+def exit_status(reports: Iterable[TraceReport], fail_on: str = "warning") -> int:
+    """0 when no finding at or above `fail_on` severity, else 1."""
+    threshold = SEVERITY_ORDER[fail_on]
+    for report in reports:
+        for f in report.findings:
+            if SEVERITY_ORDER[f.severity] >= threshold:
+                return 1
+    return 0
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------
+
+def _na(rule: Rule, reason: str) -> RuleOutcome:
+    return RuleOutcome(rule.id, rule.name, rule.severity, STATUS_NOT_APPLICABLE, reason=reason)
+
+
+def _rows_matching(index: ScopeIndex, kinds: Iterable[str], pattern: str) -> np.ndarray:
+    regex = re.compile(pattern)
+    rows = np.flatnonzero(np.isin(index.kind, list(kinds)))
+    names = index.name
+    return np.array([r for r in rows.tolist() if regex.search(names[r])], dtype=np.int64)
+
+
+def _drop_nested(index: ScopeIndex, rows: np.ndarray) -> np.ndarray:
+    """Anchor ranges nested in another anchor range on the same thread count once (the outer one)."""
+    if len(rows) < 2:
+        return rows
+    order = sorted(rows.tolist(), key=lambda r: (index.thread[r], index.ts[r], -index.end[r]))
+    kept: list[int] = []
+    for r in order:
+        if kept and index.thread[kept[-1]] == index.thread[r] and index.ts[r] < index.end[kept[-1]]:
+            continue
+        kept.append(r)
+    return np.array(kept, dtype=np.int64)
+
+
+def _find_anchors(rule: Rule, table: EventTable, index: ScopeIndex) -> tuple[str | None, np.ndarray]:
+    anchor = rule.spec.anchor
+    if anchor is None:
+        return None, np.empty(0, dtype=np.int64)
+    if anchor.kernel and table.has_device_events:
+        rows = _rows_matching(index, DEVICE_KINDS, anchor.kernel)
+        if len(rows):
+            return "kernel", rows
+    if anchor.op:
+        rows = _drop_nested(index, _rows_matching(index, ("op", "annotation"), anchor.op))
+        if len(rows):
+            return "op", rows
+    return None, np.empty(0, dtype=np.int64)
+
+
+def _anchor_reason(rule: Rule, table: EventTable) -> str:
+    anchor = rule.spec.anchor
+    parts = []
+    if anchor.kernel:
+        parts.append(f"no kernel matches /{anchor.kernel}/" if table.has_device_events
+                     else "the trace has no GPU events (kernel-level check)")
+    if anchor.op:
+        parts.append(f"no op or range matches /{anchor.op}/")
+    return "; ".join(parts)
+
+
+def _outermost(index: ScopeIndex, rows: Sequence[int]) -> list[int]:
+    """Of candidate ops, those with no other candidate above them (report `new_ones`, not its `fill_`)."""
+    chosen = set(rows)
+    parent = index.frame["parent_op"].to_numpy()
+    out = []
+    for r in rows:
+        p = parent[r]
+        while p >= 0 and p not in chosen:
+            p = parent[p]
+        if p < 0:
+            out.append(r)
+    return out
+
+
+def _category_ok(category: str, allowed: Sequence[str]) -> bool:
+    return "*" in allowed or category in allowed
+
+
+class _EventFilter:
+    def __init__(self, rule: Rule):
+        check = rule.spec.check
+        self.kinds = set(check.kinds)
+        self.names = [re.compile(p) for p in check.names]
+        self.device_categories = list(check.device_categories)
+        self.op_categories = list(check.op_categories)
+
+    def __call__(self, index: ScopeIndex, row: int) -> bool:
+        kind = index.kind[row]
+        if self.kinds and kind not in self.kinds:
+            return False
+        if self.names and not any(rx.search(index.name[row]) for rx in self.names):
+            return False
+        if self.device_categories or self.op_categories:
+            allowed = self.device_categories if kind in DEVICE_KINDS else self.op_categories
+            if not _category_ok(index.frame.at[row, "category"], allowed):
+                return False
+        return True
+
+
+def _finding(rule: Rule, index: ScopeIndex, row: int, scope: Scope, message: str,
+             anchor: str | None, event: str | None = None) -> Finding:
+    f = index.frame
+    op = int(f.at[row, "op"]) if index.kind[row] != "op" else row
+    top = int(f.at[row, "top_op"])
+    return Finding(
+        rule=rule.id, name=rule.name, severity=rule.severity, message=message, trace=index.table.path,
+        scope=scope.label, event=event or str(f.at[row, "short_name"]), event_kind=str(index.kind[row]),
+        event_category=str(f.at[row, "category"]),
+        launch_op=str(index.name[op]) if op >= 0 else None,
+        top_op=str(index.name[top]) if top >= 0 else None,
+        source=f.at[row, "source"], anchor=anchor, ts=float(f.at[row, "launch_ts"]),
+        rank=index.table.meta.rank,
+    )
+
+
+# -- the five checks -----------------------------------------------------------------------------------------------
+
+def _check_rule(rule: Rule, table: EventTable, index: ScopeIndex) -> RuleOutcome:
+    if rule.spec.requires_device and not table.has_device_events:
+        return _na(rule, "the trace has no GPU events")
+    check = rule.spec.check.type
+    if check == "forbid-before-anchor":
+        return _forbid_before_anchor(rule, table, index)
+    scopes = index.named_scopes(rule.spec.scope.annotations, rule.spec.scope.modules,
+                                rule.spec.scope.frames, rule.spec.scope.ops)
+    if not scopes:
+        return _na(rule, "no annotation, module, frame or op matches the rule's [scope]")
+    if check == "forbid-in-scope":
+        return _forbid_in_scope(rule, table, index, scopes)
+    if check == "forbid-temporary-alloc":
+        return _forbid_temporary_alloc(rule, index, scopes)
+    if check == "max-count":
+        return _max_count(rule, table, index, scopes)
+    return _require_anchor(rule, table, index, scopes)
+
+
+def _done(rule: Rule, findings: list[Finding], level: str | None, instances: int) -> RuleOutcome:
+    return RuleOutcome(rule.id, rule.name, rule.severity, STATUS_FAILED if findings else STATUS_PASSED,
+                       level=level, instances=instances, findings=findings)
+
+
+def _forbid_before_anchor(rule: Rule, table: EventTable, index: ScopeIndex) -> RuleOutcome:
+    level, anchors = _find_anchors(rule, table, index)
+    if level is None:
+        return _na(rule, _anchor_reason(rule, table))
+    if rule.spec.scope.is_named:
+        named = index.named_scopes(rule.spec.scope.annotations, rule.spec.scope.modules,
+                                   rule.spec.scope.frames, rule.spec.scope.ops)
+        key = index.launch_ts
+        anchors = np.array([a for a in anchors.tolist()
+                            if any(s.thread == index.thread[a] and s.holds(key[a]) for s in named)], dtype=np.int64)
+        if not len(anchors):
+            return _na(rule, "no anchor lies inside the rule's [scope]")
+    check = rule.spec.check
+    findings: list[Finding] = []
+    anchor_set = set(anchors.tolist())
+    for a in anchors.tolist():
+        scope = index.anchor_scope(a, level)
+        anchor_name = str(index.frame.at[a, "short_name"])
+        if level == "kernel":
+            start = index.launch_ts[a]
+            rows = [r for r in index.device_events_between(scope.thread, scope.ts, start).tolist()
+                    if r not in anchor_set and _category_ok(index.frame.at[r, "category"], check.device_categories)]
+        else:
+            a_ts, a_end = index.ts[a], index.end[a]
+            cand = index.work_ops_between(scope.thread, scope.ts, a_ts).tolist()
+            rows = [r for r in cand if index.end[r] <= a_ts or not (index.ts[r] <= a_ts and index.end[r] >= a_end)]
+            rows = [r for r in rows if _category_ok(index.frame.at[r, "category"], check.op_categories)
+                    or (("*" in check.op_categories) and index.frame.at[r, "does_work"])]
+            rows = _outermost(index, rows)
+        for r in rows:
+            event = str(index.frame.at[r, "short_name"])
+            findings.append(_finding(rule, index, r, scope,
+                                     f"{event} ({index.frame.at[r, 'category']}) runs before {anchor_name} "
+                                     f"in {scope.label}", anchor_name))
+    return _done(rule, findings, level, len(anchors))
+
+
+def _scope_rows(index: ScopeIndex, scope: Scope, rule_filter: _EventFilter, level_ops: bool) -> list[int]:
+    f = index.frame
+    kinds = index.kind
+    device = index.device_events_between(scope.thread, scope.ts, scope.end).tolist()
+    host_rows = np.flatnonzero(np.isin(kinds, ["runtime", "op", "annotation", "module", "python"]))
+    host_rows = index.rows_in_scope(scope, host_rows, key="ts").tolist()
+    rows = [r for r in device + host_rows if r != scope.row and rule_filter(index, r)]
+    ops = [r for r in rows if kinds[r] == "op"]
+    if ops and level_ops:
+        keep = set(_outermost(index, ops))
+        rows = [r for r in rows if kinds[r] != "op" or r in keep]
+    return sorted(rows, key=lambda r: f.at[r, "launch_ts"])
+
+
+def _forbid_in_scope(rule: Rule, table: EventTable, index: ScopeIndex, scopes: list[Scope]) -> RuleOutcome:
+    flt = _EventFilter(rule)
+    findings = []
+    for scope in scopes:
+        for r in _scope_rows(index, scope, flt, level_ops=True):
+            event = str(index.frame.at[r, "short_name"])
+            findings.append(_finding(rule, index, r, scope, f"{event} in {scope.label}", None))
+    return _done(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))
+
+
+def _max_count(rule: Rule, table: EventTable, index: ScopeIndex, scopes: list[Scope]) -> RuleOutcome:
+    flt = _EventFilter(rule)
+    limit = rule.spec.check.max
+    findings = []
+    for scope in scopes:
+        rows = _scope_rows(index, scope, flt, level_ops=True)
+        if len(rows) > limit:
+            first_over = rows[limit]
+            f = _finding(rule, index, first_over, scope,
+                         f"{len(rows)} matching events in {scope.label}, at most {limit} allowed", None)
+            findings.append(f)
+    return _done(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))
+
+
+def _forbid_temporary_alloc(rule: Rule, index: ScopeIndex, scopes: list[Scope]) -> RuleOutcome:
+    check = rule.spec.check
+    f = index.frame
+    dtypes = set(check.dtypes)
+    allocs = np.flatnonzero((index.kind == "alloc") & f["dtype"].isin(dtypes).to_numpy()
+                            & (f["bytes"].to_numpy() >= max(check.min_bytes, 1)))
+    paired = f["paired"].to_numpy()
+    findings = []
+    for scope in scopes:
+        for r in index.rows_in_scope(scope, allocs, key="ts").tolist():
+            free = paired[r]
+            if free < 0 or not (index.ts[free] < scope.end):
+                continue  # kept beyond the scope: that is the parameter itself, or a real output
+            dtype, nbytes = f.at[r, "dtype"], int(f.at[r, "bytes"])
+            findings.append(_finding(rule, index, r, scope,
+                                     f"temporary {dtype} buffer of {nbytes} bytes allocated and freed inside "
+                                     f"{scope.label}", None, event=f"{dtype} temporary ({nbytes} B)"))
+    return _done(rule, findings, None, len(scopes))
+
+
+def _require_anchor(rule: Rule, table: EventTable, index: ScopeIndex, scopes: list[Scope]) -> RuleOutcome:
+    level, anchors = _find_anchors(rule, table, index)
+    key = index.launch_ts
+    findings = []
+    for scope in scopes:
+        inside = [a for a in anchors.tolist() if index.thread[a] == scope.thread and scope.holds(key[a])]
+        if not inside:
+            pattern = rule.spec.anchor.kernel if level != "op" and table.has_device_events else rule.spec.anchor.op
+            row = scope.row
+            findings.append(Finding(
+                rule=rule.id, name=rule.name, severity=rule.severity,
+                message=f"{scope.label} has no event matching /{pattern}/", trace=table.path, scope=scope.label,
+                event=scope.name, event_kind=scope.kind, event_category="", launch_op=None, top_op=None,
+                source=index.frame.at[row, "source"] if row >= 0 else None, anchor=None, ts=scope.ts,
+                rank=table.meta.rank))
+    return _done(rule, findings, level, len(scopes))

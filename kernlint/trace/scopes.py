@@ -1,0 +1,218 @@
+"""Scopes: the structural unit a launch belongs to, so that "before" means something.
+
+A trace from anywhere carries some of: record_function / NVTX ranges (annotations), nn.Module frames
+(with_stack / with_modules) and plain Python frames (with_stack). The scope of an event is found like this:
+
+1. Structural units are the annotations and nn.Module frames enclosing the event. A *coarse* annotation
+   (a range around a whole step or forward, such as `execute_model` or `ProfilerStep#3`; see
+   COARSE_ANNOTATIONS) is not a unit: it holds many layers.
+2. Where no structural unit lies below the coarse range, the units are the user Python frames enclosing
+   the event below it (frames from torch, triton and the standard library are skipped).
+3. Of those units, innermost first, the scope is the first one that does work of its own besides the
+   anchor: a wrapper that only calls the quantization kernel is not the linear layer, but the frame or
+   module that also launches the GEMM is. If none does, the innermost unit is the scope.
+4. Fallback, where the event has no unit at all: the top-level op that launched it (for a fused op, the
+   op itself), else the anchor alone.
+
+Named scopes (a rule that names frames, modules or annotations) are matched directly: every unit whose name
+matches is an instance, and instances nested inside another instance on the same thread are merged into it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from kernlint.trace.table import DEVICE_KINDS, EventTable
+
+COARSE_ANNOTATIONS: tuple[str, ...] = (
+    r"ProfilerStep#\d+",
+    r"execute_model.*",
+    r".*model_runner.*",
+    r"(?i:forward|model_forward|decode_step|prefill_step|engine_step|step)",
+    r"## .* ##",
+)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One instance of a scope: a unit's interval on one host thread."""
+
+    row: int            # the unit's row in the event table (-1 for a synthetic scope)
+    kind: str           # annotation, module, frame, op, anchor
+    name: str
+    thread: str
+    ts: float
+    end: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.name}"
+
+    def holds(self, ts: float) -> bool:
+        return self.ts <= ts < self.end
+
+
+class ScopeIndex:
+    """Precomputed per-thread arrays so that scope queries are searchsorted lookups."""
+
+    def __init__(self, table: EventTable, coarse: Sequence[str] = COARSE_ANNOTATIONS):
+        self.table = table
+        f = table.frame
+        self.frame = f
+        self._coarse = [re.compile(p) for p in coarse]
+        self.kind = f["kind"].to_numpy().astype(object)
+        self.name = f["name"].to_numpy()
+        self.ts = f["ts"].to_numpy()
+        self.end = f["end"].to_numpy()
+        self.thread = f["thread"].to_numpy()
+        self.annotation = f["annotation"].to_numpy()
+        self.module = f["module"].to_numpy()
+        self.user_frame = f["user_frame"].to_numpy()
+        self.top_op = f["top_op"].to_numpy()
+        self.launch_ts = f["launch_ts"].to_numpy()
+        self._device_by_thread = self._by_thread(np.flatnonzero(
+            np.isin(self.kind, list(DEVICE_KINDS)) & (f["launcher"].to_numpy() >= 0)), self.launch_ts)
+        self._work_ops_by_thread = self._by_thread(np.flatnonzero(
+            (self.kind == "op") & f["does_work"].to_numpy()), self.ts)
+
+    def _by_thread(self, rows: np.ndarray, key: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if not len(rows):
+            return out
+        threads = self.thread[rows]
+        for t in np.unique(threads):
+            sel = rows[threads == t]
+            sel = sel[np.argsort(key[sel], kind="stable")]
+            out[t] = (key[sel], sel)
+        return out
+
+    # -- units ---------------------------------------------------------------------------------------------
+    def is_coarse(self, row: int) -> bool:
+        return self.kind[row] == "annotation" and any(c.fullmatch(self.name[row]) for c in self._coarse)
+
+    def unit(self, row: int) -> Scope:
+        kind = {"annotation": "annotation", "module": "module", "python": "frame", "op": "op"}.get(
+            self.kind[row], str(self.kind[row]))
+        name = self.name[row]
+        if kind == "module" and name.startswith("nn.Module: "):
+            name = name[len("nn.Module: "):]
+        return Scope(row=row, kind=kind, name=name, thread=self.thread[row], ts=float(self.ts[row]),
+                     end=float(self.end[row]))
+
+    def enclosing_units(self, row: int) -> list[Scope]:
+        """Units enclosing `row`, innermost first, as the module docstring defines them."""
+        structural: list[int] = []
+        coarse_start = -np.inf
+        a = self.annotation[row]
+        while a >= 0:
+            if self.is_coarse(a):
+                coarse_start = max(coarse_start, self.ts[a])
+            else:
+                structural.append(a)
+            a = self.annotation[a]
+        m = self.module[row]
+        while m >= 0:
+            structural.append(m)
+            m = self.module[m]
+        below = [u for u in structural if self.ts[u] >= coarse_start]
+        if below:
+            below.sort(key=lambda u: (-self.ts[u], self.end[u]))
+            return [self.unit(u) for u in below]
+        frames = []
+        f = self.user_frame[row]
+        while f >= 0 and self.ts[f] >= coarse_start:
+            frames.append(f)
+            f = self.user_frame[f]
+        return [self.unit(f) for f in frames]
+
+    # -- work inside an interval ----------------------------------------------------------------------------
+    def device_events_between(self, thread: str, start: float, stop: float) -> np.ndarray:
+        """Rows of device events launched from `thread` with start <= launch_ts < stop."""
+        found = self._device_by_thread.get(thread)
+        if found is None:
+            return np.empty(0, dtype=np.int64)
+        keys, rows = found
+        return rows[np.searchsorted(keys, start, "left"):np.searchsorted(keys, stop, "left")]
+
+    def work_ops_between(self, thread: str, start: float, stop: float) -> np.ndarray:
+        found = self._work_ops_by_thread.get(thread)
+        if found is None:
+            return np.empty(0, dtype=np.int64)
+        keys, rows = found
+        return rows[np.searchsorted(keys, start, "left"):np.searchsorted(keys, stop, "left")]
+
+    def _other_work(self, unit: Scope, anchor: int, level: str) -> bool:
+        if level == "kernel":
+            rows = self.device_events_between(unit.thread, unit.ts, unit.end)
+            return bool(np.any(rows != anchor))
+        rows = self.work_ops_between(unit.thread, unit.ts, unit.end)
+        a_ts, a_end = self.ts[anchor], self.end[anchor]
+        inside_anchor = (self.ts[rows] >= a_ts) & (self.ts[rows] < a_end)
+        around_anchor = (self.ts[rows] <= a_ts) & (self.end[rows] >= a_end)
+        return bool(np.any(~inside_anchor & ~around_anchor))
+
+    def anchor_scope(self, anchor: int, level: str) -> Scope:
+        """The scope of an anchor event (a device event at kernel level; an op or range at op level)."""
+        host_row = int(self.frame.at[anchor, "launcher"]) if level == "kernel" else anchor
+        if host_row < 0:
+            return self._fallback(anchor, level)
+        units = self.enclosing_units(host_row)
+        for unit in units:
+            if self._other_work(unit, anchor, level):
+                return unit
+        return units[0] if units else self._fallback(anchor, level)
+
+    def _fallback(self, anchor: int, level: str) -> Scope:
+        top = self.top_op[anchor]
+        if top >= 0 and top != anchor:
+            return self.unit(int(top))
+        return Scope(row=-1, kind="anchor", name=str(self.name[anchor]), thread=self.thread[anchor],
+                     ts=float(self.launch_ts[anchor]), end=float(self.launch_ts[anchor]))
+
+    # -- named scopes ----------------------------------------------------------------------------------------
+    def named_scopes(self, annotations: Iterable[str] = (), modules: Iterable[str] = (),
+                     frames: Iterable[str] = (), ops: Iterable[str] = ()) -> list[Scope]:
+        """Every unit whose name matches one of the patterns (re.search), outermost instances only."""
+        wanted: list[int] = []
+        for kind, patterns in (("annotation", annotations), ("module", modules), ("python", frames),
+                               ("op", ops)):
+            patterns = list(patterns)
+            if not patterns:
+                continue
+            regexes = [re.compile(p) for p in patterns]
+            rows = np.flatnonzero(self.kind == kind)
+            wanted.extend(int(r) for r in rows if any(rx.search(self.name[r]) for rx in regexes))
+        wanted.sort(key=lambda r: (self.thread[r], self.ts[r], -self.end[r]))
+        out: list[Scope] = []
+        for r in wanted:
+            last = out[-1] if out else None
+            if last is not None and last.thread == self.thread[r] and self.ts[r] < last.end:
+                continue  # nested in an instance already taken
+            out.append(self.unit(r))
+        return out
+
+    def rows_in_scope(self, scope: Scope, rows: np.ndarray, key: str = "launch_ts") -> np.ndarray:
+        """Those of `rows` that were issued from the scope's thread inside its interval."""
+        if not len(rows):
+            return rows
+        times = self.frame[key].to_numpy()[rows]
+        keep = (self.thread[rows] == scope.thread) & (times >= scope.ts) & (times < scope.end)
+        return rows[keep]
+
+
+def scope_table(table: EventTable, coarse: Sequence[str] = COARSE_ANNOTATIONS) -> pd.Series:
+    """The scope label of every device event and op: the column `scope` users see in `kernlint events`."""
+    index = ScopeIndex(table, coarse)
+    labels = pd.Series(None, index=table.frame.index, dtype=object)
+    kinds = index.kind
+    for row in np.flatnonzero(np.isin(kinds, ["kernel", "memcpy", "memset", "op"])).tolist():
+        host = int(table.frame.at[row, "launcher"]) if kinds[row] != "op" else row
+        if host < 0:
+            continue
+        units = index.enclosing_units(host)
+        labels.at[row] = units[0].label if units else None
+    return labels

@@ -1,0 +1,442 @@
+"""The event table: one row per trace event, typed columns, links and nesting resolved.
+
+Public API. `EventTable.frame` is a pandas DataFrame whose row label is the event's position (`row`);
+every link column holds a row label, or -1 where there is no such event. Columns:
+
+| column | meaning |
+|---|---|
+| kind | kernel, memcpy, memset, runtime (CUDA runtime or driver call), op, annotation (record_function / NVTX, CPU side), gpu_annotation, python (a Python frame), module (an nn.Module frame), alloc, free, other |
+| name, short_name | raw name; readable name (kernels: `vectorized_elementwise_kernel[FillFunctor<BFloat16>]`) |
+| category | kernels: fill, copy, cast, elementwise, reduce, gemm, quant, rng, memcpy_htod/dtoh/dtod/other, memset, triton, comm, other; runtime calls: sync, launch, memcpy_call, alloc_call, runtime_other; ops: fill, copy, cast, alloc, view, rng, gemm, reduce, sync_op, comm, quant, elementwise, other |
+| cat | the raw Chrome-trace category |
+| ts, dur, end | microseconds (float); instants have dur 0 |
+| pid, tid | as in the trace (GPU events: device and stream) |
+| device, stream | GPU index and stream for device events; allocation device index for alloc/free (-1 = CPU) |
+| correlation, external_id | kineto link ids (-1 when absent) |
+| launcher | device events: the runtime/driver call that launched them |
+| op | innermost op enclosing the event (device events: the op that launched them) |
+| top_op | outermost op enclosing the event (for an op: itself when it has no parent) |
+| parent_op | for ops and calls: the enclosing op (-1 for top-level ops) |
+| annotation, module, frame, user_frame | innermost enclosing record_function range, nn.Module frame, Python frame, and Python frame outside torch/triton/stdlib |
+| launch_ts | when the event was issued from the host: device events use their launcher's ts |
+| thread | "pid:tid" of the host thread that issued the event |
+| dtype, bytes, addr | allocations: inferred dtype (from the enclosing op), bytes (+ alloc, - free), address |
+| paired | alloc -> its free, free -> its alloc |
+| does_work | ops: whether the op (or an op below it) does device work (not just allocation or views) |
+| source | `file.py:line` of the innermost user Python frame, when the trace has stacks |
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kernlint.trace import names
+from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
+from kernlint.trace.schema import RawTrace
+
+KINDS = ("kernel", "memcpy", "memset", "runtime", "op", "annotation", "gpu_annotation", "python", "module",
+         "alloc", "free", "other")
+DEVICE_KINDS = frozenset({"kernel", "memcpy", "memset"})
+HOST_INTERVAL_KINDS = frozenset({"op", "annotation", "python", "module", "runtime"})
+
+_CAT_TO_KIND = {
+    "kernel": "kernel",
+    "gpu_memcpy": "memcpy", "memcpy": "memcpy",
+    "gpu_memset": "memset", "memset": "memset",
+    "cuda_runtime": "runtime", "cuda_driver": "runtime", "runtime": "runtime", "driver": "runtime",
+    "cpu_op": "op", "operator": "op",
+    "user_annotation": "annotation", "nvtx": "annotation",
+    "gpu_user_annotation": "gpu_annotation",
+    "python_function": "python", "python": "python",
+}
+_SKIPPED_PHASES = frozenset({"M", "s", "f", "t", "b", "e", "n"})
+_MODULE_PREFIX = "nn.Module: "
+
+# Which `Concrete Inputs` position holds the dtype, for factory ops whose output an allocation is.
+_DTYPE_ARG_POSITION = {
+    "aten::empty": 1, "aten::empty_strided": 2, "aten::empty_like": 1, "aten::new_empty": 2,
+    "aten::new_empty_strided": 3, "aten::zeros": 1, "aten::ones": 1, "aten::full": 2, "aten::zeros_like": 1,
+    "aten::ones_like": 1, "aten::full_like": 2, "aten::new_zeros": 2, "aten::new_ones": 2,
+    "aten::new_full": 3, "aten::_to_copy": 1, "aten::empty_permuted": 2, "aten::randn": 1, "aten::rand": 1,
+}
+
+
+@dataclass
+class TraceMeta:
+    """What the trace says about where it was recorded."""
+
+    path: str
+    device_properties: list[dict[str, Any]] = field(default_factory=list)
+    distributed: dict[str, Any] | None = None
+    rank: int | None = None
+    base_time_ns: int | None = None
+    with_stack: bool | None = None
+    record_shapes: bool | None = None
+    profile_memory: bool | None = None
+    run_metadata: dict[str, Any] | None = None
+
+
+@dataclass
+class EventTable:
+    """One loaded trace: its events as a DataFrame plus what the trace says about itself."""
+
+    frame: pd.DataFrame
+    meta: TraceMeta
+
+    @property
+    def path(self) -> str:
+        return self.meta.path
+
+    @property
+    def has_device_events(self) -> bool:
+        return bool(self.frame["kind"].isin(DEVICE_KINDS).any())
+
+    @property
+    def has_stacks(self) -> bool:
+        return bool((self.frame["kind"] == "python").any())
+
+    def of_kind(self, *kinds: str) -> pd.DataFrame:
+        return self.frame[self.frame["kind"].isin(kinds)]
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+
+def _int_or(value: Any, default: int = -1) -> int:
+    if value is None or isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _float_or_nan(value: Any) -> float:
+    if value is None or isinstance(value, bool):
+        return float("nan")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
+    """Raw decoded trace -> EventTable with links, nesting, scopes inputs and allocation dtypes."""
+    events = [e for e in raw.trace_events if e.ph not in _SKIPPED_PHASES and e.cat not in ("ac2g", "flow")]
+    n = len(events)
+
+    kind: list[str] = []
+    for e in events:
+        cat = e.cat.lower() if isinstance(e.cat, str) else ""
+        k = _CAT_TO_KIND.get(cat)
+        if k is None:
+            if e.name == "[memory]":
+                nbytes = e.args.nbytes if e.args is not None else None
+                k = "free" if isinstance(nbytes, (int, float)) and nbytes < 0 else "alloc"
+            else:
+                k = "other"
+        elif k == "python" and isinstance(e.name, str) and e.name.startswith(_MODULE_PREFIX):
+            k = "module"
+        kind.append(k)
+
+    no_args = _NO_ARGS
+    args = [e.args if e.args is not None else no_args for e in events]
+    frame = pd.DataFrame({
+        "kind": kind,
+        "name": [e.name if isinstance(e.name, str) else "" for e in events],
+        "cat": [e.cat if isinstance(e.cat, str) else "" for e in events],
+        "ts": np.fromiter((_float_or_nan(e.ts) for e in events), dtype=np.float64, count=n),
+        "dur": np.fromiter((_float_or_nan(e.dur) for e in events), dtype=np.float64, count=n),
+        "pid": [str(e.pid) for e in events],
+        "tid": [str(e.tid) for e in events],
+        "correlation": np.fromiter((_int_or(a.correlation) for a in args), dtype=np.int64, count=n),
+        "external_id": np.fromiter((_int_or(a.external_id) for a in args), dtype=np.int64, count=n),
+        "stream": np.fromiter((_int_or(a.stream) for a in args), dtype=np.int64, count=n),
+        "device": np.fromiter((_int_or(a.device if a.device is not None else a.device_id) for a in args),
+                              dtype=np.int64, count=n),
+        "device_type": np.fromiter((_int_or(a.device_type) for a in args), dtype=np.int64, count=n),
+        "addr": np.fromiter((_int_or(a.addr, 0) for a in args), dtype=np.int64, count=n),
+        "bytes": np.fromiter((_int_or(a.nbytes if a.nbytes is not None else a.memcpy_bytes, 0) for a in args),
+                             dtype=np.int64, count=n),
+        "input_types": [a.input_types for a in args],
+        "concrete_inputs": [a.concrete_inputs for a in args],
+    })
+    frame["dur"] = frame["dur"].fillna(0.0)
+    frame["end"] = frame["ts"] + frame["dur"]
+    frame.index.name = "row"
+
+    _name_columns(frame)
+    _link_launches(frame)
+    _nest_host_events(frame)
+    _inherit_from_launcher(frame)
+    _allocation_dtypes_and_pairs(frame)
+    _work_flags(frame)
+    _sources(frame)
+    frame.drop(columns=["input_types", "concrete_inputs"], inplace=True)
+    frame["kind"] = pd.Categorical(frame["kind"], categories=KINDS)
+
+    meta = _meta(raw, path)
+    return EventTable(frame=frame, meta=meta)
+
+
+class _NoArgs:
+    external_id = correlation = python_id = python_parent_id = input_types = input_dims = None
+    concrete_inputs = addr = nbytes = total_allocated = device_type = device_id = device = None
+    stream = memcpy_bytes = None
+
+
+_NO_ARGS = _NoArgs()
+
+
+def _meta(raw: RawTrace, path: str | Path) -> TraceMeta:
+    dist = raw.distributedInfo if isinstance(raw.distributedInfo, dict) else None
+    rank = _int_or(dist.get("rank"), -1) if dist else -1
+    props = raw.deviceProperties if isinstance(raw.deviceProperties, list) else []
+    return TraceMeta(
+        path=str(path),
+        device_properties=[p for p in props if isinstance(p, dict)],
+        distributed=dist,
+        rank=None if rank < 0 else rank,
+        base_time_ns=_int_or(raw.baseTimeNanoseconds, -1) if raw.baseTimeNanoseconds is not None else None,
+        with_stack=raw.with_stack if isinstance(raw.with_stack, bool) else None,
+        record_shapes=raw.record_shapes if isinstance(raw.record_shapes, bool) else None,
+        profile_memory=raw.profile_memory if isinstance(raw.profile_memory, bool) else None,
+        run_metadata=raw.kernlint if isinstance(raw.kernlint, dict) else None,
+    )
+
+
+def _name_columns(frame: pd.DataFrame) -> None:
+    kinds = frame["kind"].to_numpy()
+    names_ = frame["name"].to_numpy()
+    short = names_.copy()
+    category = np.full(len(frame), "", dtype=object)
+    for i, (k, name) in enumerate(zip(kinds, names_)):
+        if k in DEVICE_KINDS:
+            short[i] = names.short_kernel_name(name)
+            category[i] = names.classify_kernel(name)
+        elif k == "runtime":
+            category[i] = names.classify_runtime(name)
+        elif k == "op":
+            category[i] = names.classify_op(name)
+    frame["short_name"] = short
+    frame["category"] = category
+
+
+def _link_launches(frame: pd.DataFrame) -> None:
+    """Device event -> the runtime/driver call with the same correlation id."""
+    kinds = frame["kind"].to_numpy()
+    corr = frame["correlation"].to_numpy()
+    is_call = (kinds == "runtime") & (corr >= 0)
+    call_rows = np.flatnonzero(is_call)
+    by_corr = dict(zip(corr[call_rows].tolist(), call_rows.tolist()))
+    launcher = np.full(len(frame), -1, dtype=np.int64)
+    device_rows = np.flatnonzero(np.isin(kinds, list(DEVICE_KINDS)) & (corr >= 0))
+    for row in device_rows.tolist():
+        launcher[row] = by_corr.get(int(corr[row]), -1)
+    frame["launcher"] = launcher
+
+
+def _nest_host_events(frame: pd.DataFrame) -> None:
+    """Interval nesting per host thread: innermost enclosing op, annotation, module and Python frames."""
+    n = len(frame)
+    cols = {c: np.full(n, -1, dtype=np.int64)
+            for c in ("op", "parent_op", "top_op", "annotation", "module", "frame", "user_frame")}
+    kinds = frame["kind"].to_numpy()
+    host = ~np.isin(kinds, list(DEVICE_KINDS | {"gpu_annotation", "other"}))
+    rows = np.flatnonzero(host)
+    ts = frame["ts"].to_numpy()
+    end = frame["end"].to_numpy()
+    dur = frame["dur"].to_numpy()
+    thread = (frame["pid"] + ":" + frame["tid"]).to_numpy()
+    frame["thread"] = thread
+    names_ = frame["name"].to_numpy()
+    library = {}
+    # Sort by thread, then start, then longest first so that a parent precedes a child with the same start.
+    order = rows[np.lexsort((-dur[rows], ts[rows], thread[rows]))]
+    op_c, parent_c, top_c, ann_c, mod_c, frame_c, user_c = (
+        cols["op"], cols["parent_op"], cols["top_op"], cols["annotation"], cols["module"], cols["frame"],
+        cols["user_frame"])
+    stacks: dict[str, list[tuple[float, int]]] = {}
+    current_thread = None
+    for row in order.tolist():
+        if thread[row] != current_thread:
+            current_thread = thread[row]
+            stacks = {"op": [], "annotation": [], "module": [], "python": [], "user": []}
+        t = ts[row]
+        for stack in stacks.values():
+            while stack and t >= stack[-1][0]:
+                stack.pop()
+        k = kinds[row]
+        ops = stacks["op"]
+        inner_op = ops[-1][1] if ops else -1
+        op_c[row] = inner_op
+        parent_c[row] = inner_op
+        top_c[row] = ops[0][1] if ops else (row if k == "op" else -1)
+        ann_c[row] = stacks["annotation"][-1][1] if stacks["annotation"] else -1
+        mod_c[row] = stacks["module"][-1][1] if stacks["module"] else -1
+        frame_c[row] = stacks["python"][-1][1] if stacks["python"] else -1
+        user_c[row] = stacks["user"][-1][1] if stacks["user"] else -1
+        if dur[row] <= 0 or k not in HOST_INTERVAL_KINDS:
+            continue
+        if k == "runtime":
+            continue  # calls enclose nothing we track
+        entry = (end[row], row)
+        if k == "python":
+            stacks["python"].append(entry)
+            name = names_[row]
+            is_lib = library.get(name)
+            if is_lib is None:
+                is_lib = library[name] = names.is_library_frame(name)
+            if not is_lib:
+                stacks["user"].append(entry)
+        else:
+            stacks[k].append(entry)
+    for c, values in cols.items():
+        frame[c] = values
+    frame["launch_ts"] = frame["ts"]
+
+
+def _inherit_from_launcher(frame: pd.DataFrame) -> None:
+    """Device events take their host-side context from the call that launched them."""
+    launcher = frame["launcher"].to_numpy()
+    dev = np.flatnonzero(launcher >= 0)
+    if not len(dev):
+        return
+    src = launcher[dev]
+    for c in ("op", "top_op", "annotation", "module", "frame", "user_frame", "thread"):
+        values = frame[c].to_numpy().copy()
+        values[dev] = values[src]
+        frame[c] = values
+    launch_ts = frame["launch_ts"].to_numpy().copy()
+    launch_ts[dev] = launch_ts[src]
+    frame["launch_ts"] = launch_ts
+    # Device events on the same device share a device index: prefer the explicit arg, else the pid.
+    device = frame["device"].to_numpy().copy()
+    pids = frame["pid"].to_numpy()
+    for row in np.flatnonzero(np.isin(frame["kind"].to_numpy(), list(DEVICE_KINDS)) & (device < 0)).tolist():
+        device[row] = _int_or(pids[row])
+    frame["device"] = device
+    # A launch whose op was a dtype-changing copy is a cast.
+    cat = frame["category"].to_numpy().copy()
+    names_ = frame["name"].to_numpy()
+    ops = frame["op"].to_numpy()
+    top = frame["top_op"].to_numpy()
+    parent = frame["parent_op"].to_numpy()
+    for row in dev.tolist():
+        if cat[row] != "copy":
+            continue
+        op = ops[row]
+        while op >= 0:
+            if names_[op] in ("aten::_to_copy", "aten::to"):
+                cat[row] = "cast"
+                break
+            op = parent[op] if op != top[row] else -1
+    frame["category"] = cat
+
+
+def _allocation_dtypes_and_pairs(frame: pd.DataFrame) -> None:
+    """dtype of each allocation from its enclosing op; alloc <-> free pairing by device and address."""
+    n = len(frame)
+    kinds = frame["kind"].to_numpy()
+    dtype = np.full(n, "", dtype=object)
+    names_ = frame["name"].to_numpy()
+    ops = frame["op"].to_numpy()
+    parent = frame["parent_op"].to_numpy()
+    concrete = frame["concrete_inputs"].to_numpy()
+    input_types = frame["input_types"].to_numpy()
+    alloc_rows = np.flatnonzero(kinds == "alloc")
+    for row in alloc_rows.tolist():
+        dtype[row] = _op_output_dtype(ops[row], names_, concrete, input_types, parent) or ""
+    # Memory events: device index from Device Id, -1 for CPU allocations.
+    device = frame["device"].to_numpy().copy()
+    dev_type = frame["device_type"].to_numpy()
+    mem = np.flatnonzero((kinds == "alloc") | (kinds == "free"))
+    device[mem] = np.where(dev_type[mem] == 1, device[mem], -1)
+    frame["device"] = device
+    paired = np.full(n, -1, dtype=np.int64)
+    addr = frame["addr"].to_numpy()
+    ts = frame["ts"].to_numpy()
+    open_allocs: dict[tuple[int, int], int] = {}
+    for row in mem[np.argsort(ts[mem], kind="stable")].tolist():
+        key = (int(device[row]), int(addr[row]))
+        if kinds[row] == "alloc":
+            open_allocs[key] = row
+        else:
+            a = open_allocs.pop(key, -1)
+            if a >= 0:
+                paired[a] = row
+                paired[row] = a
+                dtype[row] = dtype[a]
+    frame["dtype"] = dtype
+    frame["paired"] = paired
+
+
+def _op_output_dtype(op: int, names_, concrete, input_types, parent) -> str | None:
+    """Best guess of the dtype an op allocates: the dtype argument of a factory op, else its first input's."""
+    while op >= 0:
+        name = names_[op]
+        ci = concrete[op] if isinstance(concrete[op], list) else []
+        pos = _DTYPE_ARG_POSITION.get(name)
+        if pos is not None and pos < len(ci):
+            found = dtype_from_code(ci[pos])
+            if found:
+                return found
+        types = input_types[op] if isinstance(input_types[op], list) else []
+        if name in _DTYPE_ARG_POSITION or not name.startswith("aten::empty"):
+            for t in types:
+                found = dtype_from_input_type(t) if isinstance(t, str) else None
+                if found:
+                    return found
+        op = parent[op]
+    return None
+
+
+# Composite ops that only forward to a child: with no child below them they did nothing.
+_FORWARDING_OPS = frozenset({"aten::contiguous", "aten::to", "aten::type_as", "aten::_to_copy", "aten::clone",
+                             "aten::reshape", "aten::flatten", "aten::repeat_interleave"})
+
+
+def _work_flags(frame: pd.DataFrame) -> None:
+    """Whether an op does work: device work on a GPU, compute on a CPU (not just allocation or views).
+
+    An op in a working category does work; so does any op above a working op. A forwarding op
+    (`contiguous`, `to`) with nothing below it was a no-op. Op-level (CPU) checks use this flag.
+    """
+    kinds = frame["kind"].to_numpy()
+    cat = frame["category"].to_numpy()
+    names_ = frame["name"].to_numpy()
+    parent = frame["parent_op"].to_numpy()
+    op_rows = np.flatnonzero(kinds == "op")
+    has_child = np.zeros(len(frame), dtype=bool)
+    child_parents = parent[op_rows]
+    has_child[child_parents[child_parents >= 0]] = True
+    work = np.zeros(len(frame), dtype=bool)
+    for row in op_rows.tolist():
+        if cat[row] in ("alloc", "view") or (not has_child[row] and names_[row] in _FORWARDING_OPS):
+            continue
+        p = row
+        while p >= 0 and not work[p]:
+            work[p] = True
+            p = parent[p]
+    frame["does_work"] = work
+
+
+def _sources(frame: pd.DataFrame) -> None:
+    user = frame["user_frame"].to_numpy()
+    names_ = frame["name"].to_numpy()
+    cache: dict[int, str] = {}
+    source = np.full(len(frame), None, dtype=object)
+    for row in np.flatnonzero(user >= 0).tolist():
+        f = int(user[row])
+        s = cache.get(f)
+        if s is None:
+            file, line, _func = names.frame_parts(names_[f])
+            s = cache[f] = f"{file}:{line}" if file else names_[f]
+        source[row] = s
+    frame["source"] = source
