@@ -12,3 +12,48 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+import importlib.util
+from pathlib import Path
+
+from kernlint.capture.profiler import record_trace
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures"
+PROGRAMS = FIXTURES / "programs"
+
+
+def load_program(name: str):
+    """Import fixtures/programs/NAME.py by path."""
+    spec = importlib.util.spec_from_file_location(f"kernlint_fixture_program_{name}", PROGRAMS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def program_trace(tmp_path_factory):
+    """Record a fixture program on the CPU (once per session) and return the trace path."""
+    cache: dict[str, Path] = {}
+    root = tmp_path_factory.mktemp("program_traces")
+
+    def get(name: str) -> Path:
+        if name not in cache:
+            step = load_program(name).build("cpu")
+            cache[name] = record_trace(step, root / f"{name}.pt.trace.json.gz", device="cpu")
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture
+def record(tmp_path):
+    """Record any callable on the CPU into a fresh trace file."""
+    counter = iter(range(1000))
+
+    def run(fn, name: str | None = None) -> Path:
+        return record_trace(fn, tmp_path / f"{name or 'trace'}{next(counter)}.pt.trace.json.gz", device="cpu",
+                            warmup=0)
+
+    return run

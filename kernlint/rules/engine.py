@@ -235,7 +235,7 @@ def _forbid_before_anchor(rule: Rule, table: EventTable, index: ScopeIndex) -> R
     findings: list[Finding] = []
     anchor_set = set(anchors.tolist())
     for a in anchors.tolist():
-        scope = index.anchor_scope(a, level)
+        scope = index.anchor_scope(a, level, anchors.tolist())
         anchor_name = str(index.frame.at[a, "short_name"])
         if level == "kernel":
             start = index.launch_ts[a]

@@ -5,13 +5,18 @@ A trace from anywhere carries some of: record_function / NVTX ranges (annotation
 
 1. Structural units are the annotations and nn.Module frames enclosing the event. A *coarse* annotation
    (a range around a whole step or forward, such as `execute_model` or `ProfilerStep#3`; see
-   COARSE_ANNOTATIONS) is not a unit: it holds many layers.
+   COARSE_ANNOTATIONS) is not a unit: it holds many layers, and it is the floor of the search.
 2. Where no structural unit lies below the coarse range, the units are the user Python frames enclosing
    the event below it (frames from torch, triton and the standard library are skipped).
-3. Of those units, innermost first, the scope is the first one that does work of its own besides the
-   anchor: a wrapper that only calls the quantization kernel is not the linear layer, but the frame or
-   module that also launches the GEMM is. If none does, the innermost unit is the scope.
-4. Fallback, where the event has no unit at all: the top-level op that launched it (for a fused op, the
+3. Of those units, innermost first, the scope of an anchor is the first one that does work of its own
+   besides the anchor: a wrapper that only calls the quantization kernel is not the linear layer, but the
+   module or frame that also launches the GEMM is. If none does, the innermost unit is the scope.
+4. With Python frames only, that frame is widened to its caller while the caller holds no other anchor and
+   no other unit that does work, and is not `<module>`: the caller that prepares arguments (a placeholder
+   scale) and calls a fused quantize-and-GEMM function is the layer. A caller that also calls a helper
+   which does work (or a norm) stops the widening: kernlint then reports less rather than blame a
+   neighbour. Structural units are never widened: the linear's module is the boundary.
+5. Fallback, where the event has no unit at all: the top-level op that launched it (for a fused op, the
    op itself), else the anchor alone.
 
 Named scopes (a rule that names frames, modules or annotations) are matched directly: every unit whose name
@@ -76,6 +81,7 @@ class ScopeIndex:
         self.launch_ts = f["launch_ts"].to_numpy()
         self._device_by_thread = self._by_thread(np.flatnonzero(
             np.isin(self.kind, list(DEVICE_KINDS)) & (f["launcher"].to_numpy() >= 0)), self.launch_ts)
+        self._children: dict[int, list[int]] | None = None
         self._work_ops_by_thread = self._by_thread(np.flatnonzero(
             (self.kind == "op") & f["does_work"].to_numpy()), self.ts)
 
@@ -103,31 +109,62 @@ class ScopeIndex:
         return Scope(row=row, kind=kind, name=name, thread=self.thread[row], ts=float(self.ts[row]),
                      end=float(self.end[row]))
 
-    def enclosing_units(self, row: int) -> list[Scope]:
-        """Units enclosing `row`, innermost first, as the module docstring defines them."""
-        structural: list[int] = []
-        coarse_start = -np.inf
+    def _coarse_start(self, row: int) -> float:
+        """Start of the innermost coarse annotation enclosing `row` (-inf if none)."""
         a = self.annotation[row]
         while a >= 0:
             if self.is_coarse(a):
-                coarse_start = max(coarse_start, self.ts[a])
-            else:
-                structural.append(a)
+                return float(self.ts[a])
+            a = self.annotation[a]
+        return -np.inf
+
+    def parent_unit(self, row: int) -> int:
+        """The innermost unit (user frame, module, non-coarse annotation) enclosing `row`, or -1."""
+        best, best_ts = -1, -np.inf
+        a = self.annotation[row]
+        while a >= 0 and self.is_coarse(a):
+            a = self.annotation[a]
+        for u in (self.user_frame[row], self.module[row], a):
+            if u >= 0 and self.ts[u] > best_ts:
+                best, best_ts = int(u), self.ts[u]
+        return best
+
+    def enclosing_units(self, row: int) -> list[Scope]:
+        """Units enclosing `row`, innermost first: the nn.Modules and non-coarse annotations below the
+        innermost coarse annotation; where there are none, the user Python frames below it."""
+        floor = self._coarse_start(row)
+        structural: list[int] = []
+        a = self.annotation[row]
+        while a >= 0:
+            if not self.is_coarse(a) and self.ts[a] >= floor:
+                structural.append(int(a))
             a = self.annotation[a]
         m = self.module[row]
-        while m >= 0:
-            structural.append(m)
+        while m >= 0 and self.ts[m] >= floor:
+            structural.append(int(m))
             m = self.module[m]
-        below = [u for u in structural if self.ts[u] >= coarse_start]
-        if below:
-            below.sort(key=lambda u: (-self.ts[u], self.end[u]))
-            return [self.unit(u) for u in below]
+        if structural:
+            structural.sort(key=lambda u: (-self.ts[u], self.end[u]))
+            return [self.unit(u) for u in structural]
         frames = []
         f = self.user_frame[row]
-        while f >= 0 and self.ts[f] >= coarse_start:
-            frames.append(f)
+        while f >= 0 and self.ts[f] >= floor:
+            frames.append(self.unit(int(f)))
             f = self.user_frame[f]
-        return [self.unit(f) for f in frames]
+        return frames
+
+    def _children_units(self, parent: int) -> list[int]:
+        if self._children is None:
+            children: dict[int, list[int]] = {}
+            f = self.frame
+            is_unit = np.isin(self.kind, ["module", "annotation"]) | (
+                (self.kind == "python") & ~f["library_frame"].to_numpy())
+            for r in np.flatnonzero(is_unit).tolist():
+                if self.kind[r] == "annotation" and self.is_coarse(r):
+                    continue
+                children.setdefault(self.parent_unit(r), []).append(r)
+            self._children = children
+        return self._children.get(parent, [])
 
     # -- work inside an interval ----------------------------------------------------------------------------
     def device_events_between(self, thread: str, start: float, stop: float) -> np.ndarray:
@@ -155,16 +192,41 @@ class ScopeIndex:
         around_anchor = (self.ts[rows] <= a_ts) & (self.end[rows] >= a_end)
         return bool(np.any(~inside_anchor & ~around_anchor))
 
-    def anchor_scope(self, anchor: int, level: str) -> Scope:
-        """The scope of an anchor event (a device event at kernel level; an op or range at op level)."""
+    def _has_work(self, unit: Scope, level: str) -> bool:
+        if level == "kernel":
+            return len(self.device_events_between(unit.thread, unit.ts, unit.end)) > 0
+        return len(self.work_ops_between(unit.thread, unit.ts, unit.end)) > 0
+
+    def anchor_scope(self, anchor: int, level: str, anchors: Sequence[int] = ()) -> Scope:
+        """The scope of an anchor event (a device event at kernel level; an op or range at op level).
+
+        Innermost unit that does work besides the anchor; from a Python frame, widened to its caller while
+        the caller holds no other anchor and no other working unit (the caller that only prepares arguments,
+        such as a placeholder scale, and calls the fused quantize-and-GEMM function is the layer itself).
+        Widening stops at an nn.Module or annotation, at `<module>` and at the coarse range.
+        """
         host_row = int(self.frame.at[anchor, "launcher"]) if level == "kernel" else anchor
         if host_row < 0:
             return self._fallback(anchor, level)
         units = self.enclosing_units(host_row)
-        for unit in units:
-            if self._other_work(unit, anchor, level):
-                return unit
-        return units[0] if units else self._fallback(anchor, level)
+        if not units:
+            return self._fallback(anchor, level)
+        i = next((j for j, unit in enumerate(units) if self._other_work(unit, anchor, level)), None)
+        if i is None:
+            return units[0]
+        key = self.launch_ts
+        others = [a for a in anchors if a != anchor]
+        while units[i].kind == "frame" and i + 1 < len(units):
+            parent = units[i + 1]
+            if parent.kind == "frame" and parent.name.endswith(": <module>"):
+                break
+            if any(self.thread[a] == parent.thread and parent.holds(key[a]) for a in others):
+                break
+            working = [c for c in self._children_units(parent.row) if self._has_work(self.unit(c), level)]
+            if working != [units[i].row]:
+                break
+            i += 1
+        return units[i]
 
     def _fallback(self, anchor: int, level: str) -> Scope:
         top = self.top_op[anchor]

@@ -178,7 +178,7 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
     _allocation_dtypes_and_pairs(frame)
     _work_flags(frame)
     _sources(frame)
-    frame.drop(columns=["input_types", "concrete_inputs"], inplace=True)
+    frame = frame.drop(columns=["input_types", "concrete_inputs"])
     frame["kind"] = pd.Categorical(frame["kind"], categories=KINDS)
 
     meta = _meta(raw, path)
@@ -300,6 +300,9 @@ def _nest_host_events(frame: pd.DataFrame) -> None:
     for c, values in cols.items():
         frame[c] = values
     frame["launch_ts"] = frame["ts"]
+    is_python = kinds == "python"
+    frame["library_frame"] = np.array([bool(library.get(nm, False)) if p else False
+                                       for nm, p in zip(names_, is_python)], dtype=bool)
 
 
 def _inherit_from_launcher(frame: pd.DataFrame) -> None:

@@ -1,0 +1,275 @@
+"""kernlint.reference.dummy_init: the fixed path is bit-identical to vLLM's old path (the regressed fixture),
+chunked equals fixed, the fused Triton kernel is deterministic and in range, and the model-level loader
+treats meta / non-float tensors as vLLM does. CPU, and (marked gpu) CUDA."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from kernlint.reference import (
+    Fp8BlockLinear,
+    initialize_dummy_weights,
+    initialize_single_dummy_weight,
+    uniform_fp8_chunked_,
+    uniform_fp8_fixed_,
+    uniform_fp8_fused_,
+)
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+FP8_DTYPES = [torch.float8_e4m3fn, torch.float8_e5m2]
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_old_path():
+    path = REPO_ROOT / "fixtures" / "regressed" / "dummy_init_old.py"
+    spec = importlib.util.spec_from_file_location("fixture_dummy_init_old", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+OLD = load_old_path()
+
+
+def fp8_param(layout: str, dtype, device) -> torch.Tensor:
+    """An FP8 tensor (garbage contents, as after torch.empty) in one of several memory layouts."""
+    if layout == "contiguous":
+        base = torch.empty(301, 257, dtype=dtype, device=device)
+        return base
+    if layout == "transposed":
+        return torch.empty(257, 301, dtype=dtype, device=device).t()
+    if layout == "strided":  # every other column: not dense
+        return torch.empty(301, 514, dtype=dtype, device=device)[:, ::2]
+    if layout == "flat":
+        return torch.empty(77_777, dtype=dtype, device=device)
+    raise AssertionError(layout)
+
+
+def raw_bytes(t: torch.Tensor) -> torch.Tensor:
+    return t.contiguous().view(torch.uint8)
+
+
+def randomize_garbage(t: torch.Tensor) -> torch.Tensor:
+    """Old contents must not matter: fill with random bytes first."""
+    t.view(torch.uint8).copy_(torch.randint(0, 256, t.shape, dtype=torch.uint8))
+    return t
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", FP8_DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided", "flat"])
+@pytest.mark.parametrize("low,high", [(-1e-3, 1e-3), (-1.0, 1.0), (0.5, 3.0)])
+def test_fixed_is_bit_identical_to_old_path(device, dtype, layout, low, high):
+    seed = int(torch.randint(0, 2**31 - 1, ()).item())
+    ours = randomize_garbage(fp8_param(layout, dtype, device))
+    old = randomize_garbage(fp8_param(layout, dtype, device))
+    initialize_single_dummy_weight(ours, low, high, seed, mode="fixed")
+    OLD.initialize_single_dummy_weight(old, low, high, seed)
+    assert ours.stride() == old.stride()
+    assert torch.equal(raw_bytes(ours), raw_bytes(old))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode", ["fixed", "chunked", "fused"])
+def test_values_in_range_and_many_distinct(device, mode):
+    p = torch.empty(512, 1024, dtype=torch.float8_e4m3fn, device=device)
+    initialize_single_dummy_weight(p, -1.0, 1.0, 7, mode=mode, chunk_numel=100_000)
+    v = p.float()
+    # FP8 rounding can step just past the bounds: e4m3 spacing at 1.0 is 1/8 above, 1/16 below.
+    assert v.min() >= -1.0625 and v.max() <= 1.0625
+    assert torch.isfinite(v).all()
+    assert v.unique().numel() >= 100, "e4m3 holds ~120 values in [-1, 1]; a uniform fill hits nearly all"
+    assert abs(v.mean().item()) < 0.02
+    assert abs((v > 0).float().mean().item() - 0.5) < 0.02
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode", ["fixed", "chunked", "fused"])
+def test_deterministic_for_a_seed(device, mode):
+    a = torch.empty(1000, 333, dtype=torch.float8_e4m3fn, device=device)
+    b = torch.empty_like(a)
+    c = torch.empty_like(a)
+    initialize_single_dummy_weight(a, -1.0, 1.0, 1234, mode=mode, chunk_numel=50_000)
+    initialize_single_dummy_weight(b, -1.0, 1.0, 1234, mode=mode, chunk_numel=50_000)
+    initialize_single_dummy_weight(c, -1.0, 1.0, 4321, mode=mode, chunk_numel=50_000)
+    assert torch.equal(raw_bytes(a), raw_bytes(b))
+    assert not torch.equal(raw_bytes(a), raw_bytes(c))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided", "flat"])
+@pytest.mark.parametrize("chunk_numel", [1, 10_000, 1 << 20])
+def test_chunked_equals_fixed(device, layout, chunk_numel):
+    if device == "cuda" and layout != "strided":
+        # Past the saturated-grid threshold (~1 Mi elements on an H200), several chunks per tensor.
+        shape = (3001, 1777)
+        fixed = torch.empty(shape, dtype=torch.float8_e4m3fn, device=device)
+        chunked = torch.empty(shape[::-1], dtype=torch.float8_e4m3fn, device=device).t() \
+            if layout == "transposed" else torch.empty(shape, dtype=torch.float8_e4m3fn, device=device)
+        fixed = fixed.t().contiguous().t() if layout == "transposed" else fixed
+    else:
+        fixed = fp8_param(layout, torch.float8_e4m3fn, device)
+        chunked = fp8_param(layout, torch.float8_e4m3fn, device)
+    seed = int(torch.randint(0, 2**31 - 1, ()).item())
+    g_fixed = torch.Generator(device=device)
+    g_fixed.manual_seed(seed)
+    g_chunked = torch.Generator(device=device)
+    g_chunked.manual_seed(seed)
+    uniform_fp8_fixed_(fixed, -1.0, 1.0, g_fixed)
+    uniform_fp8_chunked_(chunked, -1.0, 1.0, g_chunked, chunk_numel)
+    assert torch.equal(raw_bytes(chunked), raw_bytes(fixed))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_chunked_bounds_scratch(device):
+    if device == "cpu":
+        p = torch.empty(1 << 20, dtype=torch.float8_e4m3fn)
+        seen = []
+        real_empty = torch.empty
+
+        def spy(*args, **kwargs):
+            t = real_empty(*args, **kwargs)
+            seen.append(t.numel())
+            return t
+
+        torch.empty = spy
+        try:
+            initialize_single_dummy_weight(p, mode="chunked", chunk_numel=4096)
+        finally:
+            torch.empty = real_empty
+        assert seen and max(seen) == 4096
+        return
+    numel = 64 << 20
+    p = torch.empty(numel, dtype=torch.float8_e4m3fn, device=device)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    initialize_single_dummy_weight(p, mode="chunked", chunk_numel=4 << 20)
+    torch.cuda.synchronize()
+    scratch = torch.cuda.max_memory_allocated() - before
+    assert scratch < 2 * (8 << 20), f"chunked mode used {scratch} bytes of scratch"
+
+
+def test_fused_on_cpu_falls_back_to_fixed():
+    a = torch.empty(100, 300, dtype=torch.float8_e4m3fn)
+    b = torch.empty_like(a)
+    initialize_single_dummy_weight(a, -1.0, 1.0, 99, mode="fused")
+    initialize_single_dummy_weight(b, -1.0, 1.0, 99, mode="fixed")
+    assert torch.equal(raw_bytes(a), raw_bytes(b))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("numel", [1, 3, 4, 5, 4095, 16 * 1024 + 3, (1 << 22) + 1])
+def test_fused_covers_every_byte_and_is_deterministic(numel):
+    p = torch.full((numel,), float("nan"), dtype=torch.float16, device="cuda").to(torch.float8_e4m3fn)
+    q = torch.empty_like(p)
+    uniform_fp8_fused_(p, -1.0, 1.0, 5)
+    uniform_fp8_fused_(q, -1.0, 1.0, 5)
+    v = p.float()
+    assert torch.isfinite(v).all(), "a NaN left over means a byte was not written"
+    assert v.min() >= -1.0625 and v.max() <= 1.0625
+    assert torch.equal(raw_bytes(p), raw_bytes(q))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", FP8_DTYPES)
+def test_fused_layouts_and_stream_differs_from_fixed(dtype):
+    transposed = torch.empty(2048, 1000, dtype=dtype, device="cuda").t()
+    uniform_fp8_fused_(transposed, -2.0, 2.0, 11)
+    v = transposed.float()
+    assert v.min() >= -2.25 and v.max() <= 2.25 and v.unique().numel() >= 50
+    fixed = torch.empty_like(transposed)
+    initialize_single_dummy_weight(fixed, -2.0, 2.0, 11, mode="fixed")
+    assert not torch.equal(raw_bytes(fixed), raw_bytes(transposed))
+    # Not 4-byte aligned: falls back to the fixed path (same values as fixed on the same view).
+    base_a = torch.empty(4097, dtype=dtype, device="cuda")
+    base_b = torch.empty(4097, dtype=dtype, device="cuda")
+    uniform_fp8_fused_(base_a[1:], -1.0, 1.0, 3)
+    g = torch.Generator(device="cuda")
+    g.manual_seed(3)
+    uniform_fp8_fixed_(base_b[1:], -1.0, 1.0, g)
+    assert torch.equal(raw_bytes(base_a[1:]), raw_bytes(base_b[1:]))
+
+
+@pytest.mark.gpu
+def test_fused_allocates_nothing_and_fixed_one_fp16_scratch():
+    numel = 32 << 20
+    p = torch.empty(numel, dtype=torch.float8_e4m3fn, device="cuda")
+    scratch = {}
+    for mode in ("fused", "fixed"):
+        initialize_single_dummy_weight(p, mode=mode)  # warm-up (Triton compile)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        initialize_single_dummy_weight(p, mode=mode)
+        torch.cuda.synchronize()
+        scratch[mode] = torch.cuda.max_memory_allocated() - before
+    assert scratch["fused"] == 0
+    assert scratch["fixed"] == 2 * numel
+
+
+class TinyModel(nn.Module):
+    def __init__(self, device):
+        super().__init__()
+        self.fp8 = Fp8BlockLinear(256, 256, bias=True, device=device)
+        self.dense = nn.Linear(128, 64, device=device, dtype=torch.bfloat16)
+        self.register_buffer("positions", torch.arange(10, device=device))
+        self.register_buffer("mask", torch.zeros(4, dtype=torch.bool, device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode", ["fixed", "chunked", "fused"])
+def test_model_loader_fills_floats_and_leaves_ints(device, mode):
+    model = TinyModel(device)
+    initialize_dummy_weights(model, low=-1.0, high=1.0, seed=21, mode=mode)
+    assert torch.equal(model.positions.cpu(), torch.arange(10))
+    assert not model.mask.any()
+    for name, t in model.state_dict().items():
+        if not t.is_floating_point():
+            continue
+        v = t.float()
+        assert v.min() >= -1.0625 and v.max() <= 1.0625, name
+        assert v.unique().numel() > min(50, t.numel() // 2), name
+    # Per tensor, same as calling the single-tensor function with the same seed.
+    expected = torch.empty(256, 256, dtype=torch.float8_e4m3fn, device=device)
+    initialize_single_dummy_weight(expected, -1.0, 1.0, 21, mode=mode)
+    assert torch.equal(raw_bytes(model.fp8.weight.data), raw_bytes(expected))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_model_loader_matches_old_loader(device):
+    ours, old = TinyModel(device), TinyModel(device)
+    old.load_state_dict(ours.state_dict())
+    initialize_dummy_weights(ours, seed=5)
+    OLD.initialize_dummy_weights(old, seed=5)
+    for (name, a), b in zip(ours.state_dict().items(), old.state_dict().values()):
+        assert torch.equal(raw_bytes(a), raw_bytes(b)), name
+
+
+def test_meta_params_are_skipped():
+    with torch.device("meta"):
+        model = TinyModel("meta")
+    initialize_dummy_weights(model, mode="fixed")
+    assert all(t.is_meta for t in model.state_dict().values())
+    p = torch.empty(10, dtype=torch.float8_e4m3fn, device="meta")
+    initialize_single_dummy_weight(p, mode="chunked")
+    assert p.is_meta
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.uint8, torch.bool])
+def test_non_float_params_untouched_outside_rocm(dtype):
+    p = torch.randint(0, 2, (64,)).to(dtype)
+    before = p.clone()
+    initialize_single_dummy_weight(p)
+    assert torch.equal(p, before)
+
+
+def test_unknown_mode_raises():
+    with pytest.raises(ValueError, match="mode"):
+        initialize_dummy_weights(nn.Linear(4, 4), mode="fast")
+    with pytest.raises(ValueError, match="mode"):
+        initialize_single_dummy_weight(torch.empty(4), mode="fast")

@@ -1,0 +1,184 @@
+"""kernlint.reference.linear against float64 references, on CPU and (marked gpu) on CUDA; plus what a
+forward launches (the placeholder must cost nothing; the regressed fixture must reproduce the fill)."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernlint.reference import (
+    Fp8BlockLinear,
+    block_scaled_mm,
+    dequantize_1x128,
+    dequantize_weight_128x128,
+    gemm_backend_choices,
+    scale_1x128,
+)
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_fixture_module(relative_path: str):
+    path = REPO_ROOT / "fixtures" / relative_path
+    spec = importlib.util.spec_from_file_location("fixture_" + path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def rel_err(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    actual = actual.double().cpu()
+    expected = expected.double().cpu()
+    return ((actual - expected).norm() / expected.norm()).item()
+
+
+def make_layer(n, k, device, bias, dtype, quantize_in_gemm=True):
+    w = torch.randn(n, k, device=device) / k ** 0.5
+    b = torch.randn(n, device=device, dtype=dtype) if bias else None
+    return Fp8BlockLinear.from_float(w, b, quantize_in_gemm=quantize_in_gemm), w, b
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("m", [1, 5, 16, 131])
+@pytest.mark.parametrize("n,k", [(256, 256), (384, 512)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("quantize_in_gemm", [True, False], ids=["gemm-quantizes", "quantize-then-gemm"])
+def test_forward_matches_float64(device, m, n, k, dtype, bias, quantize_in_gemm):
+    layer, w, b = make_layer(n, k, device, bias, dtype, quantize_in_gemm)
+    x = torch.randn(m, k, device=device, dtype=dtype)
+    y = layer(x)
+    assert y.shape == (m, n) and y.dtype == dtype and y.device.type == device
+    assert torch.isfinite(y).all()
+
+    # Against the exact product of the unquantized operands: only FP8 rounding of x and W (~3% each).
+    exact = x.double() @ w.double().t() + (b.double() if bias else 0)
+    assert rel_err(y, exact) < 0.08
+
+    # Against float64 on the quantized operands: only accumulation and output rounding remain.
+    x_q, x_s = scale_1x128(x.cpu())
+    x_deq = dequantize_1x128(x_q, x_s, torch.float64)
+    w_deq = dequantize_weight_128x128(layer.weight.cpu(), layer.weight_scale.cpu(), torch.float64)
+    quantized = x_deq @ w_deq.t() + (b.double().cpu() if bias else 0)
+    assert rel_err(y, quantized) < 1e-2
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_leading_dims_match_2d_call(device):
+    layer, _, _ = make_layer(256, 384, device, bias=True, dtype=torch.bfloat16)
+    x = torch.randn(2, 3, 5, 384, device=device, dtype=torch.bfloat16)
+    y = layer(x)
+    assert y.shape == (2, 3, 5, 256)
+    assert torch.equal(y.reshape(30, 256), layer(x.reshape(30, 384)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_in_features_not_multiple_of_128_raises(device):
+    with pytest.raises(ValueError, match="multiple of 128"):
+        Fp8BlockLinear(200, 256, device=device)
+    layer, _, _ = make_layer(256, 256, device, bias=False, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="last dimension"):
+        layer(torch.randn(4, 384, device=device, dtype=torch.bfloat16))
+
+
+def test_block_scaled_mm_cpu_matches_float64():
+    m, n, k = 9, 384, 640
+    x_q, x_s = scale_1x128(torch.randn(m, k))
+    w_q = (torch.randn(n, k) * 50).clamp(-448, 448).to(torch.float8_e4m3fn)
+    w_s = torch.rand(n // 128, k // 128) + 0.5
+    bias = torch.randn(n, dtype=torch.bfloat16)
+    y = block_scaled_mm(x_q, x_s, w_q, w_s, torch.float32, bias)
+    ref = (dequantize_1x128(x_q, x_s, torch.float64) @ dequantize_weight_128x128(w_q, w_s, torch.float64).t()
+           + bias.double())
+    assert rel_err(y, ref) < 1e-5
+
+
+def cpu_op_names(fn) -> list[str]:
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        fn()
+    return [e.name for e in sorted(prof.events(), key=lambda e: e.time_range.start)]
+
+
+def test_fixed_placeholder_launches_no_fill_before_quant():
+    layer, _, _ = make_layer(256, 256, "cpu", bias=False, dtype=torch.bfloat16)
+    x = torch.randn(8, 256, dtype=torch.bfloat16)
+    names = cpu_op_names(lambda: layer(x))
+    before_quant = names[: names.index("scale_1x128")]
+    assert "aten::new_empty" in before_quant
+    assert not {"aten::new_ones", "aten::fill_", "aten::ones", "aten::zeros"} & set(before_quant)
+
+
+def test_regressed_fixture_fills_before_quant_and_matches_fixed():
+    regressed = load_fixture_module("regressed/fp8_linear_new_ones.py")
+    fixed, w, _ = make_layer(256, 256, "cpu", bias=False, dtype=torch.bfloat16)
+    slow = regressed.Fp8BlockLinearNewOnes.from_float(w)
+    x = torch.randn(8, 256, dtype=torch.bfloat16)
+    names = cpu_op_names(lambda: slow(x))
+    before_quant = names[: names.index("scale_1x128")]
+    assert "aten::new_ones" in before_quant and "aten::fill_" in before_quant
+    assert torch.equal(slow(x), fixed(x))
+
+
+def cuda_kernel_names(fn) -> list[str]:
+    fn()  # warm-up: Triton compilation, cuBLAS probing
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return [e.name for e in sorted(kernels, key=lambda e: e.time_range.start)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [1, 6, 128])
+def test_cuda_forward_launches_quant_and_gemm_only(m):
+    layer, _, _ = make_layer(512, 512, "cuda", bias=False, dtype=torch.bfloat16)
+    x = torch.randn(m, 512, device="cuda", dtype=torch.bfloat16)
+    names = cuda_kernel_names(lambda: layer(x))
+    assert len(names) == 2, names
+    assert names[0] == "scale_1x128_kernel", names
+    assert gemm_backend_choices().get((0, torch.bfloat16, False, True)) == "scaled_mm"
+
+
+@pytest.mark.gpu
+def test_cuda_forward_with_bias_adds_at_most_one_kernel():
+    layer, _, _ = make_layer(512, 512, "cuda", bias=True, dtype=torch.bfloat16)
+    x = torch.randn(64, 512, device="cuda", dtype=torch.bfloat16)
+    names = cuda_kernel_names(lambda: layer(x))
+    backend = gemm_backend_choices()[(0, torch.bfloat16, True, True)]
+    assert names[0] == "scale_1x128_kernel", names
+    assert len(names) == (2 if backend in ("scaled_mm", "triton") else 3), (backend, names)
+
+
+@pytest.mark.gpu
+def test_cuda_regressed_fixture_launches_fill_right_before_quant():
+    regressed = load_fixture_module("regressed/fp8_linear_new_ones.py")
+    _, w, _ = make_layer(512, 512, "cuda", bias=False, dtype=torch.bfloat16)
+    layer = regressed.Fp8BlockLinearNewOnes.from_float(w)
+    x = torch.randn(128, 512, device="cuda", dtype=torch.bfloat16)
+    names = cuda_kernel_names(lambda: layer(x))
+    assert len(names) == 3, names
+    assert "FillFunctor" in names[0] and names[1] == "scale_1x128_kernel", names
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n,k", [(5, 384, 512), (128, 200, 256), (300, 256, 1536)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_triton_gemm_fallback_matches_float64(m, n, k, bias):
+    from kernlint.reference._triton_gemm import block_scaled_mm_triton
+
+    x_q, x_s = scale_1x128(torch.randn(m, k, device="cuda", dtype=torch.bfloat16), column_major_scales=True)
+    w_q = (torch.randn(n, k, device="cuda") * 50).clamp(-448, 448).to(torch.float8_e4m3fn)
+    w_s = torch.rand(-(-n // 128), k // 128, device="cuda") + 0.5
+    b = torch.randn(n, device="cuda", dtype=torch.bfloat16) if bias else None
+    y = block_scaled_mm_triton(x_q, x_s, w_q, w_s, torch.bfloat16, b)
+    ref = (dequantize_1x128(x_q.cpu(), x_s.cpu(), torch.float64)
+           @ dequantize_weight_128x128(w_q.cpu(), w_s.cpu(), torch.float64).t())
+    if bias:
+        ref = ref + b.double().cpu()
+    assert y.shape == (m, n)
+    assert rel_err(y, ref) < 1e-2

@@ -1,0 +1,37 @@
+"""The one generic rule test: every case of every shipped rule (fixtures/cases/KL*.toml).
+
+GPU cases replay traces recorded on the H200 (fixtures/traces/gpu); CPU cases record the fixture program
+on the CPU torch here and check the fresh trace.
+"""
+from __future__ import annotations
+
+import pytest
+
+from conftest import FIXTURES
+from kernlint.rules.cases import evaluate_case, load_cases
+from kernlint.rules.loader import load_rules
+
+CASES = load_cases(FIXTURES / "cases")
+RULES = load_rules()
+
+
+def test_every_shipped_rule_has_failing_and_passing_cases():
+    for rule in RULES:
+        expects = {c.spec.expect for c in CASES if c.rule == rule.id}
+        assert {"failed", "passed"} <= expects, f"{rule.id} needs both bad (failed) and good (passed) cases"
+
+
+def test_every_case_names_a_shipped_rule():
+    ids = {r.id for r in RULES}
+    assert all(c.rule in ids for c in CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_rule_case(case, program_trace):
+    if case.spec.trace:
+        trace = case.trace_path(FIXTURES)
+        assert trace.is_file(), f"missing recorded trace {trace}"
+    else:
+        trace = program_trace(case.spec.program)
+    result = evaluate_case(case, trace, RULES)
+    assert result.ok, f"{case.id}: " + "; ".join(result.problems)
