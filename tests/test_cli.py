@@ -1,0 +1,108 @@
+"""The command line: exit codes, formats, one-line errors, explain."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES
+from kernlint.cli import main
+from kernlint.rules.loader import load_rules
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    """A regressed and a fixed CPU trace of the placeholder program."""
+    from conftest import load_program
+    from kernlint.capture.profiler import record_trace
+
+    root = tmp_path_factory.mktemp("cli")
+    return {name: record_trace(load_program(name).build("cpu"), root / f"{name}.pt.trace.json.gz", device="cpu")
+            for name in ("placeholder_new_ones", "placeholder_new_empty")}
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_exit_codes_follow_the_verdict(traces):
+    assert run("check", traces["placeholder_new_ones"]).exit_code == 1
+    assert run("check", traces["placeholder_new_empty"]).exit_code == 0
+    assert run("check", "--exit-zero", traces["placeholder_new_ones"]).exit_code == 0
+    assert run("check", "--ignore", "KL001", traces["placeholder_new_ones"]).exit_code == 0
+
+
+def test_text_output_names_rule_scope_event_and_anchor(traces):
+    out = run("check", traces["placeholder_new_ones"]).output
+    for needle in ("KL001", "fill-before-block-quant", "Fp8BlockLinearNewOnes", "aten::new_ones", "scale_1x128"):
+        assert needle in out
+
+
+def test_json_schema(traces, tmp_path):
+    out_file = tmp_path / "deep" / "report.json"
+    result = run("check", "--format", "json", "-o", out_file, traces["placeholder_new_ones"])
+    assert result.exit_code == 1 and result.output == ""
+    data = json.loads(out_file.read_text())
+    assert data["schema_version"] == 1
+    (finding,) = data["findings"]
+    for key in ("rule", "severity", "scope", "event", "anchor", "source"):
+        assert key in finding
+    assert finding["rule"] == "KL001" and finding["anchor"] == "scale_1x128"
+    assert finding["source"] is None or ":" in finding["source"]
+    assert data["rules_not_applicable"] == ["KL002"]
+    assert data["traces"][0]["rules"][0]["level"] == "op"
+
+
+def test_bad_trace_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.pt.trace.json"
+    bad.write_text('{"traceEvents": [')
+    proc = subprocess.run([sys.executable, "-m", "kernlint.cli", "check", str(bad)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(bad) in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_bad_rule_file_is_one_line_and_exit_2(tmp_path, traces):
+    bad = tmp_path / "KL950.toml"
+    bad.write_text('id = "KL950"\nname = "x"\nseverity = "error"\nsummary = "s"\nbogus = 1\n')
+    result = CliRunner().invoke(main, ["check", "--rules", str(bad), str(traces["placeholder_new_empty"])])
+    assert result.exit_code == 2
+    assert f"{bad}:5: unknown key `bogus`" in result.output
+
+
+def test_unknown_selector_is_a_usage_error(traces):
+    result = CliRunner().invoke(main, ["check", "--select", "KL77", str(traces["placeholder_new_empty"])])
+    assert result.exit_code == 2 and "matches no rule" in result.output
+
+
+def test_failed_output_write_is_one_line_and_exit_2(traces, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    result = CliRunner().invoke(main, ["check", "-o", str(blocker / "r.json"), "--format", "json",
+                                       str(traces["placeholder_new_empty"])])
+    assert result.exit_code == 2 and "cannot write output" in result.output
+    assert blocker.read_text() == "x"
+
+
+@pytest.mark.parametrize("rule_id", [r.id for r in load_rules()])
+def test_explain_prints_every_heading(rule_id):
+    out = run("explain", rule_id).output
+    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## References"):
+        assert heading in out
+
+
+def test_rules_lists_shipped_rules():
+    data = json.loads(run("rules", "--format", "json").output)
+    assert {"KL001", "KL002"} <= {r["id"] for r in data}
+
+
+def test_audit_on_fixtures_reports_every_verdict_as_expected():
+    result = run("audit", "--fixtures", FIXTURES, "--format", "json")
+    data = json.loads(result.output)
+    assert len(data["cases"]) >= 6, "the GPU fixture cases are missing"
+    assert data["all_as_expected"] is True, data
+    assert result.exit_code == 0
