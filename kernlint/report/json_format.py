@@ -12,16 +12,18 @@
       "scope": "module Fp8BlockLinear_0",
       "event": "vectorized_elementwise_kernel[FillFunctor<BFloat16>]", "event_kind": "kernel",
       "event_category": "fill", "launch_op": "aten::fill_", "top_op": "aten::new_ones",
-      "source": "linear.py:88" | null, "anchor": "scale_1x128_kernel" | null,
+      "source": "linear.py:88" | null, "function": "forward" | null, "anchor": "scale_1x128_kernel" | null,
       "ts": 123.4, "fingerprint": "KL001|..."}],
   "rules_passed": ["KL002"],
   "rules_not_applicable": ["KL003"],        # ids that applied to none of the traces
   "traces": [{"path": "...", "events": 1234, "has_device_events": true, "has_stacks": true, "rank": null,
               "rules": [{"rule": "KL001", "status": "failed|passed|not-applicable", "level": "kernel|op|null",
-                         "instances": 2, "reason": null, "findings": 1}]}]
+                         "instances": 2, "reason": null, "note": null, "findings": 1}]}]
 }
 ```
-`ts` is the launch time in the trace's own microseconds. Fields are only ever added, never renamed.
+`ts` is the launch time in the trace's own microseconds. `source` is the innermost user Python frame that
+issued the event (torch's Python tracer records the line where that function starts) and `function` its
+name; both are null for traces recorded without with_stack. Fields are only ever added, never renamed.
 """
 from __future__ import annotations
 
@@ -55,7 +57,8 @@ def to_dict(result: CheckResult) -> dict:
             {"path": rep.trace, "events": rep.events, "has_device_events": rep.has_device_events,
              "has_stacks": rep.has_stacks, "rank": rep.rank,
              "rules": [{"rule": o.rule, "status": o.status, "level": o.level, "instances": o.instances,
-                        "reason": o.reason, "findings": len(o.findings)} for o in rep.outcomes]}
+                        "reason": o.reason, "note": o.note,
+                        "findings": len(o.findings)} for o in rep.outcomes]}
             for rep in result.reports
         ],
     }

@@ -29,18 +29,23 @@ def render(result: CheckResult) -> Group:
                 detail.append(f" | launched by {f.launch_op}")
                 if f.top_op and f.top_op != f.launch_op:
                     detail.append(f" in {f.top_op}")
-            detail.append(f" | source: {f.source or 'unknown (record with with_stack=True)'}")
+            where = f"{f.source} ({f.function})" if f.source and f.function else f.source
+            detail.append(f" | source: {where or 'unknown (record with with_stack=True)'}")
             if f.anchor:
                 detail.append(f" | anchor: {f.anchor}")
             parts.append(detail)
-        table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2, 0, 2))
-        for column in ("rule", "name", "verdict", "level", "checked", "note"):
-            table.add_column(column)
+        table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1, 0, 2))
+        for column in ("rule", "name", "verdict", "level", "checked", "findings"):
+            table.add_column(column, no_wrap=True)
         for o in report.outcomes:
-            note = o.reason or (f"{len(o.findings)} finding(s)" if o.findings else "")
             table.add_row(o.rule, o.name, Text(o.status, style=_STATUS_STYLE[o.status]), o.level or "-",
-                          str(o.instances), note)
+                          str(o.instances), str(len(o.findings)))
         parts.append(table)
+        for o in report.outcomes:
+            if o.reason:
+                parts.append(Text(f"  {o.rule} not applicable: {o.reason}", style="dim"))
+            if o.note:
+                parts.append(Text(f"  {o.rule}: {o.note}", style="dim"))
         parts.append(Text(""))
     n = len(result.findings)
     summary = Text.assemble(

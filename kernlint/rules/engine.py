@@ -8,6 +8,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from kernlint.rules.schema import SEVERITY_ORDER, Rule
+from kernlint.trace.names import frame_parts
 from kernlint.trace.scopes import COARSE_ANNOTATIONS, Scope, ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS, EventTable
 
@@ -35,6 +36,7 @@ class Finding:
     anchor: str | None
     ts: float
     rank: int | None = None
+    function: str | None = None    # the user function at `source`
 
     @property
     def fingerprint(self) -> str:
@@ -51,6 +53,7 @@ class RuleOutcome:
     level: str | None = None       # "kernel" or "op" for anchored checks
     instances: int = 0             # anchors or scope instances checked
     reason: str | None = None      # why not applicable
+    note: str | None = None        # e.g. which part of the rule could not run on this trace
     findings: list[Finding] = field(default_factory=list)
 
 
@@ -189,8 +192,14 @@ def _finding(rule: Rule, index: ScopeIndex, row: int, scope: Scope, message: str
         launch_op=str(index.name[op]) if op >= 0 else None,
         top_op=str(index.name[top]) if top >= 0 else None,
         source=f.at[row, "source"], anchor=anchor, ts=float(f.at[row, "launch_ts"]),
-        rank=index.table.meta.rank,
+        rank=index.table.meta.rank, function=_function_of(index, int(f.at[row, "user_frame"])),
     )
+
+
+def _function_of(index: ScopeIndex, frame_row: int) -> str | None:
+    if frame_row < 0:
+        return None
+    return frame_parts(str(index.name[frame_row]))[2]
 
 
 # -- the five checks -----------------------------------------------------------------------------------------------
@@ -234,6 +243,11 @@ def _forbid_before_anchor(rule: Rule, table: EventTable, index: ScopeIndex) -> R
     check = rule.spec.check
     findings: list[Finding] = []
     anchor_set = set(anchors.tolist())
+    note = None
+    if level == "op" and rule.spec.anchor.kernel:
+        note = ("kernel-level check not applicable: the trace has no GPU events; checked at op level"
+                if not table.has_device_events else
+                f"no kernel matches /{rule.spec.anchor.kernel}/; checked at op level")
     for a in anchors.tolist():
         scope = index.anchor_scope(a, level, anchors.tolist())
         anchor_name = str(index.frame.at[a, "short_name"])
@@ -253,7 +267,9 @@ def _forbid_before_anchor(rule: Rule, table: EventTable, index: ScopeIndex) -> R
             findings.append(_finding(rule, index, r, scope,
                                      f"{event} ({index.frame.at[r, 'category']}) runs before {anchor_name} "
                                      f"in {scope.label}", anchor_name))
-    return _done(rule, findings, level, len(anchors))
+    outcome = _done(rule, findings, level, len(anchors))
+    outcome.note = note
+    return outcome
 
 
 def _scope_rows(index: ScopeIndex, scope: Scope, rule_filter: _EventFilter, level_ops: bool) -> list[int]:
@@ -297,6 +313,8 @@ def _max_count(rule: Rule, table: EventTable, index: ScopeIndex, scopes: list[Sc
 def _forbid_temporary_alloc(rule: Rule, index: ScopeIndex, scopes: list[Scope]) -> RuleOutcome:
     check = rule.spec.check
     f = index.frame
+    if not (index.kind == "alloc").any():
+        return _na(rule, "the trace has no [memory] events (record with profile_memory=True)")
     dtypes = set(check.dtypes)
     allocs = np.flatnonzero((index.kind == "alloc") & f["dtype"].isin(dtypes).to_numpy()
                             & (f["bytes"].to_numpy() >= max(check.min_bytes, 1)))

@@ -15,6 +15,7 @@ import msgspec
 
 from kernlint.errors import TraceError
 from kernlint.trace.schema import RawEvent, RawTrace
+from kernlint.trace.scopes import add_scope_column
 from kernlint.trace.table import EventTable, build_event_table
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
@@ -88,7 +89,9 @@ def load_trace(path: str | Path) -> EventTable:
     """Read one trace file into an EventTable."""
     path = Path(path)
     raw = decode_trace(read_trace_bytes(path), path)
-    return build_event_table(raw, path)
+    table = build_event_table(raw, path)
+    add_scope_column(table)
+    return table
 
 
 def load_traces(paths: Iterable[str | Path]) -> list[EventTable]:

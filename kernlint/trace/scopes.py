@@ -266,15 +266,23 @@ class ScopeIndex:
         return rows[keep]
 
 
-def scope_table(table: EventTable, coarse: Sequence[str] = COARSE_ANNOTATIONS) -> pd.Series:
-    """The scope label of every device event and op: the column `scope` users see in `kernlint events`."""
+def add_scope_column(table: EventTable, coarse: Sequence[str] = COARSE_ANNOTATIONS) -> None:
+    """Column `scope`: the label of the innermost unit (rule 1-2 of the module docstring) that each device
+    event, op, runtime call and allocation was issued from; None where there is none."""
     index = ScopeIndex(table, coarse)
-    labels = pd.Series(None, index=table.frame.index, dtype=object)
+    f = table.frame
     kinds = index.kind
-    for row in np.flatnonzero(np.isin(kinds, ["kernel", "memcpy", "memset", "op"])).tolist():
-        host = int(table.frame.at[row, "launcher"]) if kinds[row] != "op" else row
+    launcher = f["launcher"].to_numpy()
+    labels = np.full(len(f), None, dtype=object)
+    cache: dict[tuple[int, int, int], str | None] = {}
+    wanted = np.flatnonzero(np.isin(kinds, ["kernel", "memcpy", "memset", "op", "runtime", "alloc", "free"]))
+    for row in wanted.tolist():
+        host = int(launcher[row]) if kinds[row] in DEVICE_KINDS else row
         if host < 0:
             continue
-        units = index.enclosing_units(host)
-        labels.at[row] = units[0].label if units else None
-    return labels
+        key = (int(index.annotation[host]), int(index.module[host]), int(index.user_frame[host]))
+        if key not in cache:
+            units = index.enclosing_units(host)
+            cache[key] = units[0].label if units else None
+        labels[row] = cache[key]
+    f["scope"] = labels

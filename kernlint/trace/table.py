@@ -23,7 +23,9 @@ every link column holds a row label, or -1 where there is no such event. Columns
 | dtype, bytes, addr | allocations: inferred dtype (from the enclosing op), bytes (+ alloc, - free), address |
 | paired | alloc -> its free, free -> its alloc |
 | does_work | ops: whether the op (or an op below it) does device work (not just allocation or views) |
-| source | `file.py:line` of the innermost user Python frame, when the trace has stacks |
+| source | `file.py:line` of the innermost user Python frame, when the trace has stacks (torch's Python tracer records the line where that function starts) |
+| scope | label of the innermost scope unit the event was issued from (`module Fp8BlockLinear_0`, `annotation fp8_linear`, `frame file.py(12): fp8_linear`); see kernlint.trace.scopes |
+| library_frame | Python frames: whether it belongs to torch, triton or the standard library |
 """
 from __future__ import annotations
 
@@ -312,6 +314,7 @@ def _inherit_from_launcher(frame: pd.DataFrame) -> None:
     if not len(dev):
         return
     src = launcher[dev]
+    src_of = dict(zip(dev.tolist(), src.tolist()))
     for c in ("op", "top_op", "annotation", "module", "frame", "user_frame", "thread"):
         values = frame[c].to_numpy().copy()
         values[dev] = values[src]
@@ -325,9 +328,13 @@ def _inherit_from_launcher(frame: pd.DataFrame) -> None:
     for row in np.flatnonzero(np.isin(frame["kind"].to_numpy(), list(DEVICE_KINDS)) & (device < 0)).tolist():
         device[row] = _int_or(pids[row])
     frame["device"] = device
-    # A launch whose op was a dtype-changing copy is a cast.
+    # A launch whose op was a dtype-changing copy is a cast; an otherwise unknown kernel launched through
+    # the driver (cuLaunchKernel / cuLaunchKernelEx, as Triton does) is a Triton kernel.
     cat = frame["category"].to_numpy().copy()
     names_ = frame["name"].to_numpy()
+    for row in dev.tolist():
+        if cat[row] == "other" and names_[src_of[row]].startswith("cuLaunchKernel"):
+            cat[row] = "triton"
     ops = frame["op"].to_numpy()
     top = frame["top_op"].to_numpy()
     parent = frame["parent_op"].to_numpy()
