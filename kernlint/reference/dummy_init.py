@@ -14,8 +14,9 @@ names: traces of vLLM carry no annotation around dummy init, so rule KL002 finds
   multiples of the uniform kernel's grid-stride period and the generator's Philox offset is set for
   each, so every element draws the same random number it draws in one full-size call.
 * ``"fused"``: one Triton kernel writes FP8 directly from ``tl.randint4x`` with no scratch at all. Its
-  random stream differs from ``"fixed"`` (same range and seed-determinism, different values). On CPU,
-  or for layouts it does not take, it falls back to ``"fixed"``.
+  random stream differs from ``"fixed"``: same range and seed-determinism, different values, and 8
+  random bits per value (256 evenly spaced levels over [low, high], see ``_triton_dummy_init``). On
+  CPU, or for layouts it does not take, it falls back to ``"fixed"``.
 
 Non-FP8 floating-point parameters get ``param.uniform_`` in place in every mode. Meta tensors are skipped
 (their values are set later). Non-floating-point parameters (e.g. packed int weights) are left as they

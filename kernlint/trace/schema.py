@@ -17,48 +17,44 @@ ARGS_SCHEMA_VERSION = 1
 Number = Union[int, float]
 
 
+Scalar = Union[int, float, str, None]
+
+
 class RawArgs(msgspec.Struct, rename={
     "external_id": "External id",
     "correlation": "correlation",
-    "python_id": "Python id",
-    "python_parent_id": "Python parent id",
     "input_types": "Input type",
-    "input_dims": "Input Dims",
     "concrete_inputs": "Concrete Inputs",
     "addr": "Addr",
     "nbytes": "Bytes",
-    "total_allocated": "Total Allocated",
     "device_type": "Device Type",
     "device_id": "Device Id",
     "device": "device",
     "stream": "stream",
     "memcpy_bytes": "bytes",
 }):
-    external_id: Any = None
-    correlation: Any = None
-    python_id: Any = None
-    python_parent_id: Any = None
-    input_types: Any = None
-    input_dims: Any = None
-    concrete_inputs: Any = None
-    addr: Any = None
-    nbytes: Any = None
-    total_allocated: Any = None
-    device_type: Any = None
-    device_id: Any = None
-    device: Any = None
-    stream: Any = None
-    memcpy_bytes: Any = None
+    external_id: Scalar = None
+    correlation: Scalar = None
+    # Kept as raw JSON and decoded only for the few ops whose dtypes matter (allocations, anchors).
+    input_types: msgspec.Raw = msgspec.Raw(b"")
+    concrete_inputs: msgspec.Raw = msgspec.Raw(b"")
+    addr: Scalar = None
+    nbytes: Scalar = None
+    device_type: Scalar = None
+    device_id: Scalar = None
+    device: Scalar = None
+    stream: Scalar = None
+    memcpy_bytes: Scalar = None
 
 
 class RawEvent(msgspec.Struct):
-    ph: Any = None
-    cat: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
+    ph: Scalar = None
+    cat: Scalar = None
+    name: Scalar = None
+    pid: Scalar = None
+    tid: Scalar = None
+    ts: Scalar = None
+    dur: Scalar = None
     args: Union[RawArgs, None] = None
 
 
@@ -78,14 +74,25 @@ class RawTrace(msgspec.Struct, rename={"trace_events": "traceEvents"}):
     kernlint: Any = None  # run metadata that `kernlint run` writes into its own traces
 
 
+_raw_list = msgspec.json.Decoder(Union[list, None])
+
+
+def raw_list(value: msgspec.Raw | None) -> list:
+    """Decode a raw JSON list argument (Input type, Concrete Inputs); [] when absent or not a list."""
+    if value is None or not len(value):
+        return []
+    try:
+        decoded = _raw_list.decode(value)
+    except msgspec.DecodeError:
+        return []
+    return decoded if isinstance(decoded, list) else []
+
+
 # Raw kineto argument names -> event table columns (ARGS_SCHEMA_VERSION 1).
 ARG_COLUMNS: dict[str, str] = {
     "External id": "external_id",
     "correlation": "correlation",
-    "Python id": "python_id",
-    "Python parent id": "python_parent_id",
     "Input type": "input_types",
-    "Input Dims": "input_dims",
     "Concrete Inputs": "concrete_inputs",
     "Addr": "addr",
     "Bytes": "bytes",

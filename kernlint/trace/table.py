@@ -38,7 +38,7 @@ import pandas as pd
 
 from kernlint.trace import names
 from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
-from kernlint.trace.schema import RawTrace
+from kernlint.trace.schema import RawTrace, raw_list
 
 KINDS = ("kernel", "memcpy", "memset", "runtime", "op", "annotation", "gpu_annotation", "python", "module",
          "alloc", "free", "other")
@@ -128,6 +128,21 @@ def _float_or_nan(value: Any) -> float:
         return float("nan")
 
 
+def _float_column(values: list) -> np.ndarray:
+    """Numbers (or numeric strings) to float64, NaN where missing; the common all-numeric case stays in C."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.fromiter((_float_or_nan(v) for v in values), dtype=np.float64, count=len(values))
+
+
+def _int_column(values: list, default: int = -1) -> np.ndarray:
+    floats = _float_column(values)
+    missing = ~np.isfinite(floats)
+    floats[missing] = default
+    return floats.astype(np.int64)
+
+
 def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
     """Raw decoded trace -> EventTable with links, nesting, scopes inputs and allocation dtypes."""
     events = [e for e in raw.trace_events if e.ph not in _SKIPPED_PHASES and e.cat not in ("ac2g", "flow")]
@@ -147,25 +162,22 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
             k = "module"
         kind.append(k)
 
-    no_args = _NO_ARGS
-    args = [e.args if e.args is not None else no_args for e in events]
+    args = [e.args if e.args is not None else _NO_ARGS for e in events]
     frame = pd.DataFrame({
         "kind": kind,
         "name": [e.name if isinstance(e.name, str) else "" for e in events],
         "cat": [e.cat if isinstance(e.cat, str) else "" for e in events],
-        "ts": np.fromiter((_float_or_nan(e.ts) for e in events), dtype=np.float64, count=n),
-        "dur": np.fromiter((_float_or_nan(e.dur) for e in events), dtype=np.float64, count=n),
+        "ts": _float_column([e.ts for e in events]),
+        "dur": _float_column([e.dur for e in events]),
         "pid": [str(e.pid) for e in events],
         "tid": [str(e.tid) for e in events],
-        "correlation": np.fromiter((_int_or(a.correlation) for a in args), dtype=np.int64, count=n),
-        "external_id": np.fromiter((_int_or(a.external_id) for a in args), dtype=np.int64, count=n),
-        "stream": np.fromiter((_int_or(a.stream) for a in args), dtype=np.int64, count=n),
-        "device": np.fromiter((_int_or(a.device if a.device is not None else a.device_id) for a in args),
-                              dtype=np.int64, count=n),
-        "device_type": np.fromiter((_int_or(a.device_type) for a in args), dtype=np.int64, count=n),
-        "addr": np.fromiter((_int_or(a.addr, 0) for a in args), dtype=np.int64, count=n),
-        "bytes": np.fromiter((_int_or(a.nbytes if a.nbytes is not None else a.memcpy_bytes, 0) for a in args),
-                             dtype=np.int64, count=n),
+        "correlation": _int_column([a.correlation for a in args]),
+        "external_id": _int_column([a.external_id for a in args]),
+        "stream": _int_column([a.stream for a in args]),
+        "device": _int_column([a.device if a.device is not None else a.device_id for a in args]),
+        "device_type": _int_column([a.device_type for a in args]),
+        "addr": _int_column([a.addr for a in args], 0),
+        "bytes": _int_column([a.nbytes if a.nbytes is not None else a.memcpy_bytes for a in args], 0),
         "input_types": [a.input_types for a in args],
         "concrete_inputs": [a.concrete_inputs for a in args],
     })
@@ -188,9 +200,8 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
 
 
 class _NoArgs:
-    external_id = correlation = python_id = python_parent_id = input_types = input_dims = None
-    concrete_inputs = addr = nbytes = total_allocated = device_type = device_id = device = None
-    stream = memcpy_bytes = None
+    external_id = correlation = input_types = concrete_inputs = addr = nbytes = device_type = None
+    device_id = device = stream = memcpy_bytes = None
 
 
 _NO_ARGS = _NoArgs()
@@ -391,13 +402,13 @@ def _op_output_dtype(op: int, names_, concrete, input_types, parent) -> str | No
     """Best guess of the dtype an op allocates: the dtype argument of a factory op, else its first input's."""
     while op >= 0:
         name = names_[op]
-        ci = concrete[op] if isinstance(concrete[op], list) else []
+        ci = raw_list(concrete[op])
         pos = _DTYPE_ARG_POSITION.get(name)
         if pos is not None and pos < len(ci):
             found = dtype_from_code(ci[pos])
             if found:
                 return found
-        types = input_types[op] if isinstance(input_types[op], list) else []
+        types = raw_list(input_types[op])
         if name in _DTYPE_ARG_POSITION or not name.startswith("aten::empty"):
             for t in types:
                 found = dtype_from_input_type(t) if isinstance(t, str) else None
