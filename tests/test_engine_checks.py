@@ -178,3 +178,49 @@ def test_rule_without_anchor_match_is_not_applicable_never_passed(tmp_path, reco
     o = outcome(record(lambda: torch.ones(3) + 1), r)
     assert o.status == "not-applicable" and o.findings == []
     assert exit_status([check_trace(load_trace(record(lambda: torch.ones(3))), [r])]) == 0
+
+
+def _synthetic(tmp_path, launcher_name: str):
+    """A linear module on one thread: a fill kernel then a scale_1x128 kernel, both from `launcher_name`."""
+    import json
+
+    events = [
+        {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear_0", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::fill_", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+        {"ph": "X", "cat": "cuda_runtime", "name": launcher_name, "pid": 1, "tid": 1, "ts": 11, "dur": 2,
+         "args": {"correlation": 1}},
+        {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 30, "dur": 2,
+         "args": {"correlation": 2}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_mm", "pid": 1, "tid": 1, "ts": 40, "dur": 5},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 41, "dur": 2,
+         "args": {"correlation": 3}},
+        {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, "
+         "at::native::FillFunctor<float>, std::array<char*, 1ul> >(int)", "pid": 0, "tid": 7, "ts": 50, "dur": 1,
+         "args": {"correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "scale_1x128_kernel", "pid": 0, "tid": 7, "ts": 52, "dur": 1,
+         "args": {"correlation": 2 if launcher_name != "cudaGraphLaunch" else 1}},
+        {"ph": "X", "cat": "kernel", "name": "nvjet_sm90_qqtst_128x128_128x6_TN", "pid": 0, "tid": 7, "ts": 54,
+         "dur": 1, "args": {"correlation": 3}},
+    ]
+    path = tmp_path / f"{launcher_name}.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_kernel_level_flags_the_fill_in_the_module(tmp_path):
+    from kernlint.rules.loader import load_rules
+
+    kl001 = [r for r in load_rules() if r.id == "KL001"][0]
+    o = outcome(_synthetic(tmp_path, "cudaLaunchKernel"), kl001)
+    assert o.level == "kernel" and o.status == "failed"
+    (f,) = o.findings
+    assert f.event == "vectorized_elementwise_kernel[FillFunctor<float>]" and f.scope == "module Linear_0"
+    assert f.launch_op == "aten::fill_" and f.anchor == "scale_1x128_kernel"
+
+
+def test_anchors_replayed_from_cuda_graphs_are_not_attributed(tmp_path):
+    from kernlint.rules.loader import load_rules
+
+    kl001 = [r for r in load_rules() if r.id == "KL001"][0]
+    o = outcome(_synthetic(tmp_path, "cudaGraphLaunch"), kl001)
+    assert o.status == "not-applicable" and "CUDA graph" in o.reason

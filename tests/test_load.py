@@ -55,6 +55,14 @@ def test_unknown_fields_and_loose_types_are_tolerated(tmp_path):
     assert f["ts"].tolist() == [10.0, 30.0]
 
 
+def test_bare_na_values_from_old_kineto_are_repaired(tmp_path):
+    text = json.dumps(_minimal(EVENTS)).replace('"stream": 7', '"stream": N/A')
+    path = tmp_path / "na.json"
+    path.write_text(text)
+    f = load_trace(path).frame
+    assert f.loc[2, "kind"] == "kernel" and f.loc[2, "stream"] == -1 and f.loc[2, "launcher"] == 1
+
+
 def test_tensorboard_layout_folder_is_searched_recursively(tmp_path):
     run = tmp_path / "logdir" / "run1"
     run.mkdir(parents=True)

@@ -7,6 +7,7 @@ recursively). Every problem raises TraceError naming the file.
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from pathlib import Path
 from typing import Iterable
@@ -21,6 +22,7 @@ from kernlint.trace.table import EventTable, build_event_table
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 _GZIP_MAGIC = b"\x1f\x8b"
 
+_BARE_NA = re.compile(rb'(?<!")N/A(?!")')
 _trace_decoder = msgspec.json.Decoder(RawTrace)
 _array_decoder = msgspec.json.Decoder(list[RawEvent])
 
@@ -82,6 +84,10 @@ def decode_trace(data: bytes, path: Path) -> RawTrace:
             raise TraceError(path, "not a torch.profiler trace: no traceEvents list") from None
         raise TraceError(path, f"unexpected trace schema: {message}") from None
     except msgspec.DecodeError as exc:
+        if b"N/A" in data:  # some kineto versions wrote a bare N/A value; quote it and try once more
+            repaired = _BARE_NA.sub(b'"N/A"', data)
+            if repaired != data:
+                return decode_trace(repaired, path)
         raise TraceError(path, f"not valid JSON: {exc}") from None
 
 
