@@ -258,8 +258,6 @@ def _link_launches(frame: pd.DataFrame) -> None:
 def _nest_host_events(frame: pd.DataFrame) -> None:
     """Interval nesting per host thread: innermost enclosing op, annotation, module and Python frames."""
     n = len(frame)
-    cols = {c: np.full(n, -1, dtype=np.int64)
-            for c in ("op", "parent_op", "top_op", "annotation", "module", "frame", "user_frame")}
     kinds = frame["kind"].to_numpy()
     host = ~np.isin(kinds, list(DEVICE_KINDS | {"gpu_annotation", "other"}))
     rows = np.flatnonzero(host)
@@ -272,46 +270,60 @@ def _nest_host_events(frame: pd.DataFrame) -> None:
     library = {}
     # Sort by thread, then start, then longest first so that a parent precedes a child with the same start.
     order = rows[np.lexsort((-dur[rows], ts[rows], thread[rows]))]
-    op_c, parent_c, top_c, ann_c, mod_c, frame_c, user_c = (
-        cols["op"], cols["parent_op"], cols["top_op"], cols["annotation"], cols["module"], cols["frame"],
-        cols["user_frame"])
-    stacks: dict[str, list[tuple[float, int]]] = {}
+    # Plain lists: indexing them in the loop is several times faster than indexing numpy arrays.
+    ts_l, end_l, dur_l, kind_l, thread_l = ts.tolist(), end.tolist(), dur.tolist(), list(kinds), list(thread)
+    op_c, parent_c, top_c, ann_c, mod_c, frame_c, user_c = ([-1] * n for _ in range(7))
+    op_s: list = []
+    ann_s: list = []
+    mod_s: list = []
+    py_s: list = []
+    user_s: list = []
+    all_stacks = (op_s, ann_s, mod_s, py_s, user_s)
     current_thread = None
     for row in order.tolist():
-        if thread[row] != current_thread:
-            current_thread = thread[row]
-            stacks = {"op": [], "annotation": [], "module": [], "python": [], "user": []}
-        t = ts[row]
-        for stack in stacks.values():
+        if thread_l[row] != current_thread:
+            current_thread = thread_l[row]
+            for stack in all_stacks:
+                stack.clear()
+        t = ts_l[row]
+        for stack in all_stacks:
             while stack and t >= stack[-1][0]:
                 stack.pop()
-        k = kinds[row]
-        ops = stacks["op"]
-        inner_op = ops[-1][1] if ops else -1
-        op_c[row] = inner_op
-        parent_c[row] = inner_op
-        top_c[row] = ops[0][1] if ops else (row if k == "op" else -1)
-        ann_c[row] = stacks["annotation"][-1][1] if stacks["annotation"] else -1
-        mod_c[row] = stacks["module"][-1][1] if stacks["module"] else -1
-        frame_c[row] = stacks["python"][-1][1] if stacks["python"] else -1
-        user_c[row] = stacks["user"][-1][1] if stacks["user"] else -1
-        if dur[row] <= 0 or k not in HOST_INTERVAL_KINDS:
+        k = kind_l[row]
+        if op_s:
+            op_c[row] = parent_c[row] = op_s[-1][1]
+            top_c[row] = op_s[0][1]
+        elif k == "op":
+            top_c[row] = row
+        if ann_s:
+            ann_c[row] = ann_s[-1][1]
+        if mod_s:
+            mod_c[row] = mod_s[-1][1]
+        if py_s:
+            frame_c[row] = py_s[-1][1]
+        if user_s:
+            user_c[row] = user_s[-1][1]
+        if dur_l[row] <= 0:
             continue
-        if k == "runtime":
-            continue  # calls enclose nothing we track
-        entry = (end[row], row)
-        if k == "python":
-            stacks["python"].append(entry)
+        entry = (end_l[row], row)
+        if k == "op":
+            op_s.append(entry)
+        elif k == "python":
+            py_s.append(entry)
             name = names_[row]
             is_lib = library.get(name)
             if is_lib is None:
                 is_lib = library[name] = names.is_library_frame(name)
             if not is_lib:
-                stacks["user"].append(entry)
-        else:
-            stacks[k].append(entry)
+                user_s.append(entry)
+        elif k == "annotation":
+            ann_s.append(entry)
+        elif k == "module":
+            mod_s.append(entry)
+    cols = {"op": op_c, "parent_op": parent_c, "top_op": top_c, "annotation": ann_c, "module": mod_c,
+            "frame": frame_c, "user_frame": user_c}
     for c, values in cols.items():
-        frame[c] = values
+        frame[c] = np.array(values, dtype=np.int64)
     frame["launch_ts"] = frame["ts"]
     is_python = kinds == "python"
     frame["library_frame"] = np.array([bool(library.get(nm, False)) if p else False
