@@ -56,7 +56,9 @@ def _emit(rendered: object, output: Path | None) -> None:
         Console(file=buffer, width=160, color_system=None, soft_wrap=True).print(rendered)
         _write_atomically(output, buffer.getvalue())
     else:
-        Console(highlight=False, soft_wrap=True).print(rendered)
+        # A pipe or a CI log gets a wide console, so tables are not cut at 80 columns.
+        width = None if sys.stdout.isatty() else 160
+        Console(highlight=False, soft_wrap=True, width=width).print(rendered)
 
 
 def _guarded(fn: Callable[..., int], debug: bool, *args, **kwargs) -> None:
