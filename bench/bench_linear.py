@@ -92,10 +92,9 @@ def main() -> int:
                   f"{gemm_ms * 1e3:8.2f} {flops / gemm_ms / 1e9:10.1f} {bf16_ms * 1e3:8.2f} "
                   f"{flops / bf16_ms / 1e9:10.1f} {model_ms * 1e3:9.2f} {fwd_ms / model_ms:10.2f} {len(names):8d}")
     print()
-    print(f"GEMM backend chosen: {gemm_backend_choices()}")
+    print(f"GEMM backend chosen (device, out dtype, bias): {gemm_backend_choices()}")
     for shape, names in kernel_names.items():
         print(f"kernels of one forward at M,N,K={shape}: {names}")
-        break
     return 0
 
 

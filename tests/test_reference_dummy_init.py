@@ -225,6 +225,17 @@ def test_fused_values_follow_the_documented_byte_mapping(dtype, low, high):
 
 
 @pytest.mark.gpu
+def test_fused_stream_does_not_depend_on_launch_parameters():
+    numel = (1 << 20) + 7
+    reference = torch.empty(numel, dtype=torch.float8_e4m3fn, device="cuda")
+    uniform_fp8_fused_(reference, -1.0, 1.0, 77)
+    for block, num_warps in ((256, 4), (2048, 8)):
+        other = torch.empty_like(reference)
+        uniform_fp8_fused_(other, -1.0, 1.0, 77, block=block, num_warps=num_warps)
+        assert torch.equal(raw_bytes(other), raw_bytes(reference)), (block, num_warps)
+
+
+@pytest.mark.gpu
 def test_fused_allocates_nothing_and_fixed_one_fp16_scratch():
     numel = 32 << 20
     p = torch.empty(numel, dtype=torch.float8_e4m3fn, device="cuda")

@@ -141,7 +141,7 @@ def test_cuda_forward_launches_quant_and_gemm_only(m):
     names = cuda_kernel_names(lambda: layer(x))
     assert len(names) == 2, names
     assert names[0] == "scale_1x128_kernel", names
-    assert gemm_backend_choices().get((0, torch.bfloat16, False, True)) == "scaled_mm"
+    assert gemm_backend_choices().get((0, torch.bfloat16, False)) == "scaled_mm"
 
 
 @pytest.mark.gpu
@@ -149,7 +149,7 @@ def test_cuda_forward_with_bias_adds_at_most_one_kernel():
     layer, _, _ = make_layer(512, 512, "cuda", bias=True, dtype=torch.bfloat16)
     x = torch.randn(64, 512, device="cuda", dtype=torch.bfloat16)
     names = cuda_kernel_names(lambda: layer(x))
-    backend = gemm_backend_choices()[(0, torch.bfloat16, True, True)]
+    backend = gemm_backend_choices()[(0, torch.bfloat16, True)]
     assert names[0] == "scale_1x128_kernel", names
     assert len(names) == (2 if backend in ("scaled_mm", "triton") else 3), (backend, names)
 
@@ -163,6 +163,17 @@ def test_cuda_regressed_fixture_launches_fill_right_before_quant():
     names = cuda_kernel_names(lambda: layer(x))
     assert len(names) == 3, names
     assert "FillFunctor" in names[0] and names[1] == "scale_1x128_kernel", names
+
+
+@pytest.mark.gpu
+def test_cuda_k_blocks_not_multiple_of_4_avoid_cublas():
+    """K/128 = 2: cuBLAS would take the call and return inf columns; the layer must use Triton."""
+    layer, w, _ = make_layer(384, 256, "cuda", bias=False, dtype=torch.bfloat16)
+    x = torch.randn(64, 256, device="cuda", dtype=torch.bfloat16)
+    names = cuda_kernel_names(lambda: layer(x))
+    assert names == ["scale_1x128_kernel", "fp8_block_scaled_gemm_kernel"], names
+    y = layer(x)
+    assert torch.isfinite(y).all() and rel_err(y, x.double() @ w.double().t()) < 0.08
 
 
 @pytest.mark.gpu

@@ -34,13 +34,13 @@ __all__ = ["Fp8BlockLinear", "block_scaled_mm", "fp8_blockscale_gemm", "gemm_bac
 # cuBLAS block-wise FP8 needs M % 4 == 0 (M=1 and M=6 fail with CUBLAS_STATUS_NOT_SUPPORTED on H200).
 _SCALED_MM_ROW_MULTIPLE = 4
 
-# Which GEMM a given (device, out dtype, bias, shape class) runs, decided once by trying:
-# "scaled_mm" (bias fused), "scaled_mm+add" (bias added after), or "triton".
+# Which GEMM a (device index, out dtype, has bias) runs for cuBLAS-friendly shapes, decided once by
+# trying: "scaled_mm" (bias fused), "scaled_mm+add" (bias added after), or "triton".
 _GEMM_BACKEND: dict[tuple, str] = {}
 
 
 def gemm_backend_choices() -> dict[tuple, str]:
-    """The GEMM backend chosen so far per (device index, out dtype, has bias, cuBLAS-friendly shape)."""
+    """The GEMM backend chosen so far per (device index, out dtype, has bias), for cuBLAS-friendly shapes."""
     return dict(_GEMM_BACKEND)
 
 
@@ -61,10 +61,14 @@ def _run_gemm(backend, a_q, a_s, w_q, w_s, out_dtype, bias):
 
 def _block_scaled_mm_cuda(a_q, a_s, w_q, w_s, out_dtype, bias):
     n, k = w_q.shape
-    if a_q.shape[0] % _SCALED_MM_ROW_MULTIPLE != 0 or a_s.stride(0) != 1:
+    # cuBLAS reads the 128x128 weight scales with a 16-byte-aligned row stride: with K/128 % 4 != 0 it
+    # accepts the call and silently returns garbage (inf columns at K=256 on the H200, torch 2.11), so
+    # only K % 512 == 0, N % 128 == 0 and M % 4 == 0 with column-major scale_a go to cuBLAS.
+    cublas_layout = (n % WEIGHT_BLOCK == 0 and (k // GROUP_SIZE) % 4 == 0
+                     and a_q.shape[0] % _SCALED_MM_ROW_MULTIPLE == 0 and a_s.stride(0) == 1)
+    if not cublas_layout:
         return _run_gemm("triton", a_q, a_s, w_q, w_s, out_dtype, bias)
-    cublas_shape = n % WEIGHT_BLOCK == 0 and (k // GROUP_SIZE) % 4 == 0
-    key = (a_q.device.index, out_dtype, bias is not None, cublas_shape)
+    key = (a_q.device.index, out_dtype, bias is not None)
     backend = _GEMM_BACKEND.get(key)
     if backend is not None:
         return _run_gemm(backend, a_q, a_s, w_q, w_s, out_dtype, bias)
@@ -73,7 +77,7 @@ def _block_scaled_mm_cuda(a_q, a_s, w_q, w_s, out_dtype, bias):
         try:
             out = _run_gemm(backend, a_q, a_s, w_q, w_s, out_dtype, bias)
         except RuntimeError:
-            # cuBLAS without block-wise FP8 (or without this layout / bias dtype): remember, move on.
+            # cuBLAS without block-wise FP8 (or without this bias dtype): remember, move on.
             if backend == "triton":
                 raise
             continue
@@ -88,7 +92,8 @@ def block_scaled_mm(a_q: torch.Tensor, a_s: torch.Tensor, w_q: torch.Tensor, w_s
 
     ``a_q [M, K]`` fp8 with 1x128 scales ``a_s [M, K/128]`` (column-major on CUDA), ``w_q [N, K]`` fp8 with
     128x128 scales ``w_s [ceil(N/128), K/128]``. On CUDA: cuBLAS block-wise ``torch._scaled_mm`` where it
-    works (M must be a multiple of 4), else the Triton kernel. On CPU: dequantize, float32 matmul.
+    is known to be right (M % 4 == 0, N % 128 == 0, K % 512 == 0, column-major ``a_s``), else the
+    Triton kernel. On CPU: dequantize, float32 matmul.
     """
     if bias is not None and bias.dtype != out_dtype:
         bias = bias.to(out_dtype)
