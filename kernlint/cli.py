@@ -189,24 +189,103 @@ def explain(rule_id, rule_paths, debug):
     _guarded(body, debug)
 
 
+def _progress() -> "Progress":
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=_err,
+                    transient=True)
+
+
+_device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto",
+                              show_default=True, help="Where to run: auto takes the GPU when torch sees one.")
+
+
 @main.command()
-@click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Fixture folder with cases/ and traces/ (default: the checkout's fixtures/).")
-@_format_option
-@click.option("--debug", is_flag=True)
-def audit(fixtures, fmt, debug):
-    """Audit: check the recorded GPU fixture traces and show each verdict against the expected one."""
+@click.argument("target")
+@_device_option
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("kernlint-runs"),
+              show_default=True, help="Log folder: OUT/<run>/<worker>.<ms>.pt.trace.json.gz plus .run.json.")
+@click.option("--warmup", type=click.IntRange(0, 100), default=1, show_default=True)
+@_common_check_options
+def run(target, device, out_dir, warmup, rule_paths, no_builtin, select, ignore, fmt, output, exit_zero, fail_on,
+        debug):
+    """Profile a workload (a built-in name, module:callable or file.py:callable), then check its trace.
+
+    The callable takes the device ("cpu"/"cuda") and returns the step to profile, or is the step itself.
+    """
     def body() -> int:
-        from kernlint.report import audit_format
-        from kernlint.rules.cases import audit_recorded_cases
+        from kernlint.capture.runner import capture
+        from kernlint.workloads import BUILTIN_WORKLOADS, resolve_device, resolve_target
+
+        dev = resolve_device(device)
+        workload = resolve_target(target, BUILTIN_WORKLOADS)
+        with _progress() as progress:
+            progress.add_task(f"profiling {workload.name} on {dev}", total=None)
+            try:
+                step = workload.build(dev)
+                result = capture(step, out_dir, workload.name, device=dev, warmup=warmup,
+                                 extra={"workload": workload.name, "target": target})
+            except KernlintError:
+                raise
+            except Exception as exc:  # the user's code failed: name it in one line, not a traceback
+                if debug:
+                    raise
+                from kernlint.errors import ConfigError
+                raise ConfigError(None, f"{target}: the workload raised {type(exc).__name__}: {exc}") from None
+        note = f"Trace: {result.trace} (captured in {result.wall_seconds:.1f} s); run metadata: {result.metadata}"
+        return _run_check([result.trace], rule_paths, no_builtin, select, ignore, fmt, output, exit_zero, fail_on,
+                          notes=[note])
+
+    _guarded(body, debug)
+
+
+@main.command()
+@_device_option
+@click.option("--include-regressed", is_flag=True,
+              help="Also run the regressed variants (fixtures/regressed) and show them caught.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep the traces and run metadata here (default: a temporary folder, removed).")
+@click.option("--replay", is_flag=True,
+              help="Instead of running workloads, check the recorded fixture traces (H200 ones included).")
+@click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Fixture folder (default: the source checkout's fixtures/).")
+@_format_option
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--debug", is_flag=True)
+def audit(device, include_regressed, out_dir, replay, fixtures, fmt, output, debug):
+    """Run the built-in workloads under the profiler and check every shipped rule.
+
+    Exit 0 when every workload gets the verdict it must get (fixed ones pass; with --include-regressed the
+    regressed ones are caught), 1 otherwise.
+    """
+    def body() -> int:
+        from kernlint.audit import CHECKOUT_FIXTURES, audit_workloads, run_audit
+        from kernlint.report import OutputFormat, audit_renderer, replay_renderer
         from kernlint.rules.loader import load_rules
 
-        folder = fixtures or Path(__file__).resolve().parents[1] / "fixtures"
-        if not (folder / "cases").is_dir():
+        rules = load_rules()
+        if replay:
             from kernlint.errors import ConfigError
-            raise ConfigError(folder, "no cases/ folder here; pass --fixtures DIR")
-        result = audit_recorded_cases(folder, load_rules())
-        _emit(audit_format.render(result) if fmt == "text" else audit_format.render_json(result), None)
+            from kernlint.rules.cases import audit_recorded_cases
+
+            folder = fixtures or CHECKOUT_FIXTURES
+            if not (folder / "cases").is_dir():
+                raise ConfigError(folder, "no cases/ folder here; pass --fixtures DIR")
+            result = audit_recorded_cases(folder, rules)
+            _emit(replay_renderer(OutputFormat(fmt))(result), output)
+            return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
+        from kernlint.workloads import resolve_device
+
+        dev = resolve_device(device)
+        workloads = audit_workloads(dev, include_regressed=include_regressed, fixtures=fixtures)
+        with _progress() as progress:
+            task = progress.add_task("starting", total=None)
+
+            def on_step(stage: str, workload) -> None:
+                progress.update(task, description=f"{stage} {workload.name} on {dev}")
+
+            result = run_audit(workloads, rules, dev, out_dir, on_step=on_step)
+        _emit(audit_renderer(OutputFormat(fmt))(result), output)
         return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
 
     _guarded(body, debug)

@@ -100,8 +100,8 @@ def test_rules_lists_shipped_rules():
     assert {"KL001", "KL002"} <= {r["id"] for r in data}
 
 
-def test_audit_on_fixtures_reports_every_verdict_as_expected():
-    result = run("audit", "--fixtures", FIXTURES, "--format", "json")
+def test_audit_replay_of_recorded_fixtures_reports_every_verdict_as_expected():
+    result = run("audit", "--replay", "--fixtures", FIXTURES, "--format", "json")
     data = json.loads(result.output)
     assert len(data["cases"]) >= 6, "the GPU fixture cases are missing"
     assert data["all_as_expected"] is True, data

@@ -35,7 +35,11 @@ def test_layer_imports_only_downward(layer):
         assert not bad, f"{file.relative_to(PKG.parent)} imports {sorted(bad)}"
 
 
-@pytest.mark.parametrize("layer", ["trace", "rules"])
+def test_audit_service_sits_below_report_and_cli():
+    assert not _imports(PKG / "audit.py") & {"report", "cli"}
+
+
+@pytest.mark.parametrize("layer", ["trace", "rules", "workloads", "capture"])
 def test_analysis_layers_do_not_print(layer):
     for file in (PKG / layer).rglob("*.py"):
         calls = [n for n in ast.walk(ast.parse(file.read_text()))

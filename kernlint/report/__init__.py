@@ -13,7 +13,22 @@ class OutputFormat(str, Enum):
     JSON = "json"
 
 
-def renderer(fmt: OutputFormat) -> Callable[[CheckResult], object]:
+def _module(fmt: OutputFormat):
     from kernlint.report import json_format, text_format
 
-    return {OutputFormat.TEXT: text_format.render, OutputFormat.JSON: json_format.render}[fmt]
+    return {OutputFormat.TEXT: text_format, OutputFormat.JSON: json_format}[fmt]
+
+
+def renderer(fmt: OutputFormat) -> Callable[[CheckResult], object]:
+    """The renderer of a check result in this format."""
+    return _module(fmt).render
+
+
+def audit_renderer(fmt: OutputFormat) -> Callable[[object], object]:
+    """The renderer of an audit run (kernlint.audit.AuditRun) in this format."""
+    return _module(fmt).render_audit
+
+
+def replay_renderer(fmt: OutputFormat) -> Callable[[object], object]:
+    """The renderer of a replay of recorded cases (kernlint.rules.cases.AuditResult) in this format."""
+    return _module(fmt).render_replay

@@ -66,3 +66,27 @@ def to_dict(result: CheckResult) -> dict:
 
 def render(result: CheckResult) -> str:
     return json.dumps(to_dict(result), indent=2) + "\n"
+
+
+def render_audit(run) -> str:
+    verdicts = []
+    for v in run.verdicts:
+        verdicts.append({
+            "workload": v.workload.name, "regressed": v.workload.regressed, "device": v.device,
+            "expected": dict(v.workload.expect),
+            "verdicts": {o.rule: o.status for o in v.report.outcomes} if v.report else {},
+            "as_expected": v.ok, "problems": v.problems, "seconds": v.seconds,
+            "trace": str(v.capture.trace) if v.capture and run.out_dir else None,
+            "findings": [dataclasses.asdict(f) for f in (v.report.findings if v.report else [])],
+        })
+    return json.dumps({"schema_version": SCHEMA_VERSION, "device": run.device, "seconds": run.seconds,
+                       "all_as_expected": run.all_as_expected, "metadata": run.metadata,
+                       "workloads": verdicts}, indent=2, default=str) + "\n"
+
+
+def render_replay(result) -> str:
+    return json.dumps({"all_as_expected": result.all_as_expected, "cases": [
+        {"rule": r.case.rule, "case": r.case.spec.name, "expected": r.case.spec.expect,
+         "verdict": r.outcome.status if r.outcome else None, "problems": r.problems,
+         "findings": [f.message for f in r.outcome.findings] if r.outcome else []}
+        for r in result.results]}, indent=2) + "\n"

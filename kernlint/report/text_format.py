@@ -55,3 +55,50 @@ def render(result: CheckResult) -> Group:
     for note in result.notes:
         parts.append(Text(note, style="dim"))
     return Group(*parts)
+
+
+def render_audit(run) -> Group:
+    """`kernlint audit`: one row per workload, its expected and actual verdicts, then the findings."""
+    meta = run.metadata
+    gpu = (meta.get("gpu") or {}).get("name")
+    header = Text.assemble(("kernlint audit", "bold"), f"  device {run.device}" + (f" ({gpu})" if gpu else ""),
+                           f", torch {meta.get('torch')}", f", {len(run.verdicts)} workload(s) in {run.seconds:.1f} s")
+    table = Table("workload", "kind", "expected", "verdict", "findings", "seconds", box=None, header_style="bold",
+                  padding=(0, 1, 0, 2))
+    for v in run.verdicts:
+        outcomes = {o.rule: o for o in v.report.outcomes} if v.report else {}
+        expected = ", ".join(f"{r} {s}" for r, s in v.workload.expect.items())
+        actual = ", ".join(f"{r} {outcomes[r].status}" for r in v.workload.expect if r in outcomes)
+        n = len(v.report.findings) if v.report else 0
+        table.add_row(v.workload.name, "regressed" if v.workload.regressed else "fixed", expected,
+                      Text(actual or "-", style="green" if v.ok else "bold red"), str(n), f"{v.seconds:.1f}")
+    parts: list = [header, table]
+    for v in run.verdicts:
+        for problem in v.problems:
+            parts.append(Text(f"  {v.workload.name}: {problem}", style="bold red"))
+        for f in (v.report.findings if v.report else [])[:4]:
+            parts.append(Text(f"  {v.workload.name}: {f.rule} {f.message}" +
+                              (f" [{f.source}]" if f.source else ""), style="dim"))
+        if v.report and len(v.report.findings) > 4:
+            parts.append(Text(f"  {v.workload.name}: ... {len(v.report.findings) - 4} more", style="dim"))
+    if run.out_dir:
+        parts.append(Text(f"Traces and run metadata: {run.out_dir}", style="dim"))
+    ok = sum(v.ok for v in run.verdicts)
+    parts.append(Text(f"{ok}/{len(run.verdicts)} workloads as expected",
+                      style="bold green" if run.all_as_expected else "bold red"))
+    return Group(*parts)
+
+
+def render_replay(result) -> Group:
+    """`kernlint audit --replay`: the recorded fixture traces against their expected verdicts."""
+    table = Table("rule", "case", "expected", "verdict", "findings", "detail", box=None, header_style="bold")
+    for r in result.results:
+        o = r.outcome
+        detail = "; ".join(r.problems) if r.problems else (
+            o.findings[0].message if o and o.findings else (o.reason or "") if o else "")
+        table.add_row(r.case.rule, r.case.spec.name, r.case.spec.expect,
+                      Text(o.status if o else "error", style="green" if r.ok else "bold red"),
+                      str(len(o.findings)) if o else "-", detail)
+    ok = sum(r.ok for r in result.results)
+    return Group(table, Text(f"{ok}/{len(result.results)} verdicts as expected",
+                             style="bold green" if result.all_as_expected else "bold red"))

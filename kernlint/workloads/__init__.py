@@ -1,0 +1,14 @@
+"""Named workloads: what `kernlint run` and `kernlint audit` profile, on which device, with which scopes.
+
+A workload builds, for a device, one *step*: a zero-argument callable that does the work once. Steps are
+scoped with `record_function` names so that every finding names the layer it came from. The regressed
+variants (fixtures/regressed/workloads.py in a source checkout) are built by the same factories.
+"""
+from __future__ import annotations
+
+from kernlint.workloads.base import Step, Workload, resolve_device, resolve_target
+from kernlint.workloads.fp8 import (DEEPSEEK_V3_LINEAR_SHAPES, BUILTIN_WORKLOADS, dummy_init_workload,
+                                    linear_workload)
+
+__all__ = ["BUILTIN_WORKLOADS", "DEEPSEEK_V3_LINEAR_SHAPES", "Step", "Workload", "dummy_init_workload",
+           "linear_workload", "resolve_device", "resolve_target"]

@@ -1,0 +1,118 @@
+"""The audit: run workloads under the profiler, check every rule, compare with what each must get.
+
+Returns data; the CLI renders it. Sits above capture, trace and rules, below report and cli.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from kernlint.capture.metadata import collect_run_metadata
+from kernlint.capture.runner import Capture, capture
+from kernlint.errors import ConfigError
+from kernlint.rules.engine import TraceReport, check_trace
+from kernlint.rules.schema import Rule
+from kernlint.trace.load import load_trace
+from kernlint.workloads import BUILTIN_WORKLOADS, Workload
+
+CHECKOUT_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@dataclass
+class WorkloadVerdict:
+    workload: Workload
+    device: str
+    capture: Capture | None = None
+    report: TraceReport | None = None
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass
+class AuditRun:
+    device: str
+    metadata: dict
+    verdicts: list[WorkloadVerdict]
+    out_dir: Path | None
+    seconds: float = 0.0
+
+    @property
+    def all_as_expected(self) -> bool:
+        return bool(self.verdicts) and all(v.ok for v in self.verdicts)
+
+
+def regressed_workloads(fixtures: Path | None = None) -> dict[str, Workload]:
+    """The regressed variants, from a source checkout's fixtures/regressed/workloads.py."""
+    folder = Path(fixtures) if fixtures else CHECKOUT_FIXTURES
+    if not (folder / "regressed" / "workloads.py").is_file():
+        raise ConfigError(folder, "no regressed/workloads.py here: --include-regressed needs a source checkout "
+                                  "(or --fixtures DIR)")
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    module = importlib.import_module("regressed.workloads")
+    return dict(module.REGRESSED_WORKLOADS)
+
+
+def audit_workloads(device: str, *, include_regressed: bool = False, fixtures: Path | None = None
+                    ) -> list[Workload]:
+    chosen = [w for w in BUILTIN_WORKLOADS.values() if device in w.devices]
+    if include_regressed:
+        chosen += [w for w in regressed_workloads(fixtures).values() if device in w.devices]
+    return chosen
+
+
+def compare_with_expectation(workload: Workload, report: TraceReport) -> list[str]:
+    """A workload must get exactly its expected verdicts, and no other rule may fail on it."""
+    problems = []
+    status = {o.rule: o for o in report.outcomes}
+    for rule_id, expected in workload.expect.items():
+        outcome = status.get(rule_id)
+        if outcome is None:
+            problems.append(f"{rule_id} was not run")
+        elif outcome.status != expected:
+            detail = outcome.reason or "; ".join(f.message for f in outcome.findings[:2])
+            problems.append(f"{rule_id}: expected {expected}, got {outcome.status}" + (f" ({detail})" if detail else ""))
+    for o in report.outcomes:
+        if o.rule not in workload.expect and o.status == "failed":
+            problems.append(f"{o.rule}: unexpected findings: {o.findings[0].message}")
+    return problems
+
+
+def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out_dir: Path | None = None,
+              on_step: Callable[[str, Workload], None] | None = None) -> AuditRun:
+    """Capture each workload (warm-up, then one profiled step), check it, compare. Traces go to out_dir,
+    or to a temporary folder that is removed afterwards."""
+    start = time.perf_counter()
+    tmp = None if out_dir else tempfile.TemporaryDirectory(prefix="kernlint-audit-")
+    folder = Path(out_dir) if out_dir else Path(tmp.name)
+    verdicts = []
+    try:
+        for workload in workloads:
+            t0 = time.perf_counter()
+            verdict = WorkloadVerdict(workload, device)
+            if on_step:
+                on_step("capture", workload)
+            step = workload.build(device)
+            verdict.capture = capture(step, folder, workload.name, device=device,
+                                      extra={"workload": workload.name, "regressed": workload.regressed})
+            if on_step:
+                on_step("check", workload)
+            verdict.report = check_trace(load_trace(verdict.capture.trace), rules)
+            verdict.problems = compare_with_expectation(workload, verdict.report)
+            verdict.seconds = time.perf_counter() - t0
+            verdicts.append(verdict)
+            del step
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    return AuditRun(device=device, metadata=collect_run_metadata(device), verdicts=verdicts,
+                    out_dir=Path(out_dir) if out_dir else None, seconds=time.perf_counter() - start)

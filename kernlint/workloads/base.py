@@ -1,0 +1,81 @@
+"""The Workload type, device choice, and resolving `kernlint run TARGET`."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+import torch
+
+from kernlint.errors import ConfigError
+
+Step = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A named piece of work to profile. `expect` maps rule ids to the verdict the workload must get."""
+
+    name: str
+    summary: str
+    build: Callable[[str], Step]
+    expect: Mapping[str, str] = field(default_factory=dict)
+    regressed: bool = False
+    devices: tuple[str, ...] = ("cpu", "cuda")
+
+
+def resolve_device(device: str) -> str:
+    """auto -> cuda where torch sees a GPU, else cpu. Asking for cuda without one is a usage error."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(None, "--device cuda: torch sees no CUDA GPU here (use --device cpu or auto)")
+    if device not in ("cpu", "cuda"):
+        raise ConfigError(None, f"--device must be auto, cuda or cpu, not {device!r}")
+    return device
+
+
+def _load_module(spec: str):
+    if spec.endswith(".py") or "/" in spec:
+        path = Path(spec)
+        if not path.is_file():
+            raise ConfigError(path, "no such Python file")
+        module_name = f"kernlint_user_{path.stem}"
+        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[module_name] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as exc:  # the user's module failed to import: say which and why, in one line
+            raise ConfigError(path, f"cannot import: {type(exc).__name__}: {exc}") from None
+        return module
+    try:
+        return importlib.import_module(spec)
+    except ImportError as exc:
+        raise ConfigError(None, f"cannot import module {spec!r}: {exc}") from None
+
+
+def resolve_target(target: str, workloads: Mapping[str, Workload]) -> Workload:
+    """A built-in workload name, `package.module:callable`, or `path/to/file.py:callable`.
+
+    The callable takes the device (`"cpu"`/`"cuda"`) and returns the step to profile, or takes no
+    argument and is the step itself.
+    """
+    if target in workloads:
+        return workloads[target]
+    if ":" not in target:
+        raise ConfigError(None, f"unknown workload {target!r}: use one of {', '.join(sorted(workloads))}, "
+                                "or module:callable, or path/to/file.py:callable")
+    module_spec, _, attr = target.rpartition(":")
+    module = _load_module(module_spec)
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ConfigError(None, f"{module_spec} has no callable {attr!r}")
+    takes_device = any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                       for p in inspect.signature(fn).parameters.values())
+    build = fn if takes_device else (lambda device: fn)
+    return Workload(name=attr, summary=f"{target}", build=build)

@@ -1,0 +1,83 @@
+"""`kernlint run` and `kernlint audit` on the CPU: capture layout, run metadata, verdicts, exit codes."""
+from __future__ import annotations
+
+import json
+import re
+
+from click.testing import CliRunner
+
+from conftest import PROGRAMS, load_program
+from kernlint.audit import compare_with_expectation, run_audit
+from kernlint.cli import main
+from kernlint.rules.loader import load_rules
+from kernlint.workloads import Workload
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_run_writes_the_tensorboard_layout_and_run_metadata(tmp_path):
+    result = invoke("run", f"{PROGRAMS / 'placeholder_new_ones.py'}:build", "--device", "cpu", "--out",
+                    tmp_path, "--format", "json", "-o", tmp_path / "report.json")
+    assert result.exit_code == 1, result.output
+    (trace,) = (tmp_path / "build").glob("*.pt.trace.json.gz")
+    assert re.fullmatch(r".+_\d+\.\d{13}\.pt\.trace\.json\.gz", trace.name)
+    (meta_file,) = (tmp_path / "build").glob("*.run.json")
+    meta = json.loads(meta_file.read_text())
+    assert meta["device"] == "cpu" and meta["torch"].startswith("2.") and meta["trace"] == trace.name
+    assert meta["cpu"]["logical_cores"] >= 1
+    assert meta["nvml"]["available"] in (True, False) and ("reason" in meta["nvml"] or "devices" in meta["nvml"])
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [f["rule"] for f in report["findings"]] == ["KL001"]
+
+
+def test_run_fixed_program_exits_zero(tmp_path):
+    result = invoke("run", f"{PROGRAMS / 'placeholder_new_empty.py'}:build", "--device", "cpu", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+
+
+def test_run_usage_errors_are_one_line_exit_2(tmp_path):
+    for args, needle in [
+        (("run", "no-such-workload"), "unknown workload"),
+        (("run", tmp_path / "missing.py:build"), "no such Python file"),
+        (("run", f"{PROGRAMS / 'placeholder_new_ones.py'}:nope"), "has no callable"),
+    ]:
+        result = invoke(*args, "--device", "cpu", "--out", tmp_path)
+        assert result.exit_code == 2, (args, result.output)
+        assert needle in result.output and "Traceback" not in result.output
+
+
+def test_run_reports_a_failing_workload_in_one_line(tmp_path):
+    user = tmp_path / "user_workload.py"
+    user.write_text("def build(device):\n    def step():\n        raise RuntimeError('boom')\n    return step\n")
+    result = invoke("run", f"{user}:build", "--device", "cpu", "--out", tmp_path / "o")
+    assert result.exit_code == 2 and "the workload raised RuntimeError: boom" in result.output
+
+
+def test_audit_runs_fixed_and_regressed_workloads_on_the_cpu():
+    result = invoke("audit", "--device", "cpu", "--include-regressed", "--format", "json")
+    data = json.loads(result.output[result.output.index("{"):])
+    assert result.exit_code == 0, data
+    verdicts = {w["workload"]: w["verdicts"] for w in data["workloads"]}
+    assert verdicts["fp8-block-linear"]["KL001"] == "passed"
+    assert verdicts["fp8-dummy-init"]["KL002"] == "passed"
+    assert verdicts["fp8-block-linear-new-ones"]["KL001"] == "failed"
+    assert verdicts["fp8-dummy-init-old"]["KL002"] == "failed"
+    assert data["all_as_expected"] is True
+
+
+def test_a_regression_in_a_fixed_workload_fails_the_audit(tmp_path):
+    sneaky = Workload("sneaky", "a fixed workload that regressed", load_program("placeholder_new_ones").build,
+                      expect={"KL001": "passed"})
+    run = run_audit([sneaky], load_rules(), "cpu", tmp_path)
+    assert not run.all_as_expected
+    assert run.verdicts[0].problems[0].startswith("KL001: expected passed, got failed")
+
+
+def test_not_applicable_is_never_taken_for_passed(tmp_path):
+    wrong_anchor = Workload("no-quant", "no quantization at all", load_program("dummy_init_fixed").build,
+                            expect={"KL001": "passed"})
+    run = run_audit([wrong_anchor], load_rules(), "cpu", tmp_path)
+    assert "expected passed, got not-applicable" in run.verdicts[0].problems[0]
+    assert compare_with_expectation(wrong_anchor, run.verdicts[0].report) == run.verdicts[0].problems
