@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One device call: cold `kernlint audit` on the GPU, the audit with the regressed variants (traces kept),
+# and the whole test suite with the GPU tests. Needs .whl/ (msgspec, torch-tb-profiler) carried along.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+{ nvidia-smi -L; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } 2>&1 | tee "$OUT/gpu.txt"
+rm -rf ~/.triton/cache
+start=$(date +%s.%N)
+python3 -m kernlint.cli audit 2>&1 | grep -v '^USDT' | tee "$OUT/audit_cold.txt"
+rc=${PIPESTATUS[0]}
+end=$(date +%s.%N)
+echo "cold kernlint audit: exit $rc, wall $(python3 -c "print(round($end - $start, 2))") s" | tee -a "$OUT/audit_cold.txt"
+start=$(date +%s.%N)
+python3 -m kernlint.cli audit --include-regressed --out "$OUT/audit" 2>&1 | grep -v '^USDT' | tee "$OUT/audit_regressed.txt"
+rc=${PIPESTATUS[0]}
+end=$(date +%s.%N)
+echo "warm kernlint audit --include-regressed: exit $rc, wall $(python3 -c "print(round($end - $start, 2))") s" | tee -a "$OUT/audit_regressed.txt"
+python3 -m kernlint.cli audit --include-regressed --format json -o "$OUT/audit.json" > /dev/null 2>&1
+(cd "$OUT" && tar cf audit_traces.tar audit && rm -rf audit)
+python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tail -15 | tee "$OUT/pytest.txt"
