@@ -224,3 +224,19 @@ def test_anchors_replayed_from_cuda_graphs_are_not_attributed(tmp_path):
     kl001 = [r for r in load_rules() if r.id == "KL001"][0]
     o = outcome(_synthetic(tmp_path, "cudaGraphLaunch"), kl001)
     assert o.status == "not-applicable" and "CUDA graph" in o.reason
+
+
+def test_temporary_alloc_check_needs_memory_events(tmp_path):
+    from torch.profiler import ProfilerActivity, profile
+
+    from kernlint.rules.loader import load_rules
+
+    w = torch.empty(64, 64, dtype=torch.float8_e4m3fn)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=False, with_stack=True) as p:
+        with record_function("dummy_init"):
+            w.copy_(w.to(torch.float16).uniform_(-1, 1).to(w.dtype))
+    path = tmp_path / "nomem.json"
+    p.export_chrome_trace(str(path))
+    kl002 = [r for r in load_rules() if r.id == "KL002"][0]
+    o = outcome(path, kl002)
+    assert o.status == "not-applicable" and "profile_memory" in o.reason

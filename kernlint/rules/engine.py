@@ -323,7 +323,9 @@ def _max_count(rule: Rule, table: EventTable, index: ScopeIndex, scopes: list[Sc
 def _forbid_temporary_alloc(rule: Rule, index: ScopeIndex, scopes: list[Scope]) -> RuleOutcome:
     check = rule.spec.check
     f = index.frame
-    if not (index.kind == "alloc").any():
+    recorded = index.table.meta.profile_memory
+    if recorded is False or (recorded is None and not (index.kind == "alloc").any()):
+        # Without memory events a temporary is invisible: say so rather than pass.
         return _na(rule, "the trace has no [memory] events (record with profile_memory=True)")
     dtypes = set(check.dtypes)
     allocs = np.flatnonzero((index.kind == "alloc") & f["dtype"].isin(dtypes).to_numpy()

@@ -207,6 +207,11 @@ class _NoArgs:
 _NO_ARGS = _NoArgs()
 
 
+def _flag(value: Any) -> bool | None:
+    """Trace flags are JSON booleans in some torch versions and 0/1 in others; absent means unknown."""
+    return bool(value) if isinstance(value, (bool, int)) else None
+
+
 def _meta(raw: RawTrace, path: str | Path) -> TraceMeta:
     dist = raw.distributedInfo if isinstance(raw.distributedInfo, dict) else None
     rank = _int_or(dist.get("rank"), -1) if dist else -1
@@ -217,9 +222,9 @@ def _meta(raw: RawTrace, path: str | Path) -> TraceMeta:
         distributed=dist,
         rank=None if rank < 0 else rank,
         base_time_ns=_int_or(raw.baseTimeNanoseconds, -1) if raw.baseTimeNanoseconds is not None else None,
-        with_stack=raw.with_stack if isinstance(raw.with_stack, bool) else None,
-        record_shapes=raw.record_shapes if isinstance(raw.record_shapes, bool) else None,
-        profile_memory=raw.profile_memory if isinstance(raw.profile_memory, bool) else None,
+        with_stack=_flag(raw.with_stack),
+        record_shapes=_flag(raw.record_shapes),
+        profile_memory=_flag(raw.profile_memory),
         run_metadata=raw.kernlint if isinstance(raw.kernlint, dict) else None,
     )
 
