@@ -4,8 +4,6 @@ Returns data; the CLI renders it. Sits above capture, trace and rules, below rep
 """
 from __future__ import annotations
 
-import importlib
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -18,9 +16,7 @@ from kernlint.errors import ConfigError
 from kernlint.rules.engine import TraceReport, check_trace
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import load_trace
-from kernlint.workloads import BUILTIN_WORKLOADS, Workload
-
-CHECKOUT_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from kernlint.workloads import BUILTIN_WORKLOADS, CHECKOUT_FIXTURES, Workload, regressed_workloads
 
 
 @dataclass
@@ -50,23 +46,13 @@ class AuditRun:
         return bool(self.verdicts) and all(v.ok for v in self.verdicts)
 
 
-def regressed_workloads(fixtures: Path | None = None) -> dict[str, Workload]:
-    """The regressed variants, from a source checkout's fixtures/regressed/workloads.py."""
-    folder = Path(fixtures) if fixtures else CHECKOUT_FIXTURES
-    if not (folder / "regressed" / "workloads.py").is_file():
-        raise ConfigError(folder, "no regressed/workloads.py here: --include-regressed needs a source checkout "
-                                  "(or --fixtures DIR)")
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-    module = importlib.import_module("regressed.workloads")
-    return dict(module.REGRESSED_WORKLOADS)
-
-
 def audit_workloads(device: str, *, include_regressed: bool = False, fixtures: Path | None = None
                     ) -> list[Workload]:
-    chosen = [w for w in BUILTIN_WORKLOADS.values() if device in w.devices]
+    # Distributed workloads need several processes: `kernlint run --nproc N` runs them.
+    chosen = [w for w in BUILTIN_WORKLOADS.values() if device in w.devices and not w.distributed]
     if include_regressed:
-        chosen += [w for w in regressed_workloads(fixtures).values() if device in w.devices]
+        chosen += [w for w in regressed_workloads(fixtures).values()
+                   if device in w.devices and not w.distributed]
     return chosen
 
 

@@ -112,13 +112,13 @@ def _run_check(traces, rule_paths, no_builtin, select, ignore, fmt, output, exit
                notes=()) -> int:
     from kernlint.report import OutputFormat, renderer
     from kernlint.report.model import CheckResult
-    from kernlint.rules.engine import check_trace, exit_status
+    from kernlint.rules.engine import check_traces, exit_status
     from kernlint.rules.loader import load_rules, select_rules
     from kernlint.trace.load import find_trace_files, load_trace
 
     rules = select_rules(load_rules(rule_paths, builtin=not no_builtin), _split(select), _split(ignore))
     files = find_trace_files(traces)
-    reports = [check_trace(load_trace(path), rules) for path in files]
+    reports = check_traces([load_trace(path) for path in files], rules)
     code = EXIT_CLEAN if exit_zero else exit_status(reports, fail_on)
     result = CheckResult(reports=reports, rules=rules, exit_code=code, notes=list(notes))
     _emit(renderer(OutputFormat(fmt))(result), output)
@@ -206,19 +206,33 @@ _device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cp
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("kernlint-runs"),
               show_default=True, help="Log folder: OUT/<run>/<worker>.<ms>.pt.trace.json.gz plus .run.json.")
 @click.option("--warmup", type=click.IntRange(0, 100), default=1, show_default=True)
+@click.option("--nproc", type=click.IntRange(1, 64), default=None,
+              help="Run on N ranks under torchrun (NCCL on GPUs, gloo on the CPU); one trace a rank.")
 @_common_check_options
-def run(target, device, out_dir, warmup, rule_paths, no_builtin, select, ignore, fmt, output, exit_zero, fail_on,
-        debug):
+def run(target, device, out_dir, warmup, nproc, rule_paths, no_builtin, select, ignore, fmt, output, exit_zero,
+        fail_on, debug):
     """Profile a workload (a built-in name, module:callable or file.py:callable), then check its trace.
 
     The callable takes the device ("cpu"/"cuda") and returns the step to profile, or is the step itself.
+    Built-in names include the regressed variants where the source checkout has them.
     """
     def body() -> int:
         from kernlint.capture.runner import capture
-        from kernlint.workloads import BUILTIN_WORKLOADS, resolve_device, resolve_target
+        from kernlint.workloads import known_workloads, resolve_device, resolve_target
 
         dev = resolve_device(device)
-        workload = resolve_target(target, BUILTIN_WORKLOADS)
+        workload = resolve_target(target, known_workloads())
+        if nproc is not None:
+            from kernlint.capture.distributed import launch
+
+            with _progress() as progress:
+                progress.add_task(f"profiling {workload.name} on {nproc} {dev} rank(s) under torchrun", total=None)
+                traces = launch(target, nproc, dev, out_dir, workload.name, warmup=warmup)
+            return _run_check(traces, rule_paths, no_builtin, select, ignore, fmt, output, exit_zero, fail_on,
+                              notes=[f"Traces: {traces[0].parent} ({nproc} ranks)"])
+        if workload.distributed:
+            from kernlint.errors import ConfigError
+            raise ConfigError(None, f"{workload.name} is a distributed workload: add --nproc N")
         with _progress() as progress:
             progress.add_task(f"profiling {workload.name} on {dev}", total=None)
             try:

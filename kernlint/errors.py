@@ -16,9 +16,9 @@ class KernlintError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        where = self.path or "<input>"
-        if self.line is not None:
-            where = f"{where}:{self.line}"
+        if self.path is None:
+            return self.problem
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.problem}"
 
 

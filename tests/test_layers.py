@@ -35,8 +35,9 @@ def test_layer_imports_only_downward(layer):
         assert not bad, f"{file.relative_to(PKG.parent)} imports {sorted(bad)}"
 
 
-def test_audit_service_sits_below_report_and_cli():
+def test_audit_service_and_rank_worker_sit_below_report_and_cli():
     assert not _imports(PKG / "audit.py") & {"report", "cli"}
+    assert not _imports(PKG / "rank_worker.py") & {"report", "cli", "rules"}
 
 
 @pytest.mark.parametrize("layer", ["trace", "rules", "workloads", "capture"])

@@ -30,7 +30,7 @@ def test_every_case_names_a_shipped_rule():
 def test_rule_case(case, program_trace):
     if case.spec.trace:
         trace = case.trace_path(FIXTURES)
-        assert trace.is_file(), f"missing recorded trace {trace}"
+        assert trace.exists(), f"missing recorded trace {trace}"
     else:
         trace = program_trace(case.spec.program)
     result = evaluate_case(case, trace, RULES)

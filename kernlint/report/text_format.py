@@ -20,6 +20,8 @@ def render(result: CheckResult) -> Group:
         for f in report.findings:
             line = Text("  ")
             line.append(f"{f.rule} {f.name}", style=_SEVERITY_STYLE[f.severity])
+            if f.rank is not None and report.rank is None:
+                line.append(f" (rank {f.rank})")
             line.append(f" [{f.severity}] ")
             line.append(f.message)
             parts.append(line)

@@ -7,7 +7,8 @@ rule = "KL001"
 
 [[case]]
 name = "gpu-placeholder-new-ones"
-trace = "traces/gpu/placeholder_new_ones.pt.trace.json.gz"   # relative to the fixtures folder
+trace = "traces/gpu/placeholder_new_ones.pt.trace.json.gz"   # relative to the fixtures folder; a folder of
+                                 # per-rank traces is checked as one distributed run
 expect = "failed"                # failed | passed | not-applicable
 findings = 1                     # optional: exact number of findings
 event = "FillFunctor"            # optional: regex every finding's event must match
@@ -33,9 +34,9 @@ from typing import Literal
 import msgspec
 
 from kernlint.errors import RuleFileError
-from kernlint.rules.engine import RuleOutcome, check_trace
+from kernlint.rules.engine import STATUS_FAILED, STATUS_NOT_APPLICABLE, STATUS_PASSED, RuleOutcome, check_traces
 from kernlint.rules.schema import Rule
-from kernlint.trace.load import load_trace
+from kernlint.trace.load import find_trace_files, load_trace
 
 
 class CaseSpec(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", frozen=True):
@@ -100,7 +101,8 @@ def evaluate_case(case: Case, trace: Path, rules: list[Rule]) -> CaseResult:
     chosen = [r for r in rules if r.id == case.rule]
     if not chosen:
         return CaseResult(case, None, [f"rule {case.rule} is not loaded"])
-    outcome = check_trace(load_trace(trace), chosen).outcomes[0]
+    reports = check_traces([load_trace(p) for p in find_trace_files([trace])], chosen)
+    outcome = _merge([o for r in reports for o in r.outcomes])
     spec = case.spec
     problems = []
     if outcome.status != spec.expect:
@@ -121,6 +123,22 @@ def evaluate_case(case: Case, trace: Path, rules: list[Rule]) -> CaseResult:
             if not re.search(pattern, value):
                 problems.append(f"finding {attr} {value!r} does not match /{pattern}/")
     return CaseResult(case, outcome, problems)
+
+
+def _merge(outcomes: list[RuleOutcome]) -> RuleOutcome:
+    """One rule's outcomes over several traces (the ranks of a run) as one: failed if any failed, passed if
+    any passed, else not applicable."""
+    if len(outcomes) == 1:
+        return outcomes[0]
+    statuses = {o.status for o in outcomes}
+    status = next(s for s in (STATUS_FAILED, STATUS_PASSED, STATUS_NOT_APPLICABLE) if s in statuses)
+    first = outcomes[0]
+    levels = {o.level for o in outcomes if o.status != STATUS_NOT_APPLICABLE}
+    return RuleOutcome(first.rule, first.name, first.severity, status,
+                       level=levels.pop() if len(levels) == 1 else None,
+                       instances=sum(o.instances for o in outcomes),
+                       reason="; ".join(sorted({o.reason for o in outcomes if o.reason})) or None,
+                       findings=[f for o in outcomes for f in o.findings])
 
 
 @dataclass

@@ -1,8 +1,11 @@
 """The rule engine: rules x event table -> findings and per-rule outcomes. Returns data, prints nothing."""
 from __future__ import annotations
 
+import difflib
 import re
+from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -72,11 +75,55 @@ class TraceReport:
 
 
 def check_trace(table: EventTable, rules: Iterable[Rule],
-                coarse: Sequence[str] = COARSE_ANNOTATIONS) -> TraceReport:
+                coarse: Sequence[str] = COARSE_ANNOTATIONS, *, in_rank_group: bool = False) -> TraceReport:
+    """One trace. Cross-rank rules are left to check_traces when the trace belongs to a group of ranks,
+    and are not applicable to a trace on its own."""
     index = ScopeIndex(table, coarse)
-    outcomes = [_check_rule(rule, table, index) for rule in rules]
+    outcomes = []
+    for rule in rules:
+        if rule.cross_rank:
+            if not in_rank_group:
+                outcomes.append(_na(rule, "needs the traces of two or more ranks of one distributed run"))
+            continue
+        outcomes.append(_check_rule(rule, table, index))
     return TraceReport(trace=table.path, events=len(table), has_device_events=table.has_device_events,
                        has_stacks=table.has_stacks, rank=table.meta.rank, outcomes=outcomes)
+
+
+def rank_groups(tables: Sequence[EventTable]) -> list[list[EventTable]]:
+    """Traces of one distributed run: same folder, same world size, distinct ranks (two or more)."""
+    groups: dict[tuple, list[EventTable]] = {}
+    for t in tables:
+        if t.meta.rank is None:
+            continue
+        world = (t.meta.distributed or {}).get("world_size")
+        groups.setdefault((str(Path(t.path).parent), world), []).append(t)
+    out = []
+    for members in groups.values():
+        ranks = [m.meta.rank for m in members]
+        if len(members) >= 2 and len(set(ranks)) == len(ranks):
+            out.append(sorted(members, key=lambda m: m.meta.rank))
+    return out
+
+
+def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule],
+                 coarse: Sequence[str] = COARSE_ANNOTATIONS) -> list[TraceReport]:
+    """Every trace on its own, then each group of ranks as one more report holding the cross-rank rules."""
+    groups = rank_groups(tables)
+    grouped = {id(t) for g in groups for t in g}
+    reports = [check_trace(t, rules, coarse, in_rank_group=id(t) in grouped) for t in tables]
+    cross = [r for r in rules if r.cross_rank]
+    for group in groups:
+        if not cross:
+            continue
+        indexes = [ScopeIndex(t, coarse) for t in group]
+        outcomes = [_rank_divergence(rule, group, indexes) for rule in cross]
+        ranks = [t.meta.rank for t in group]
+        reports.append(TraceReport(
+            trace=f"{Path(group[0].path).parent} (ranks {', '.join(map(str, ranks))})",
+            events=sum(len(t) for t in group), has_device_events=all(t.has_device_events for t in group),
+            has_stacks=all(t.has_stacks for t in group), rank=None, outcomes=outcomes))
+    return reports
 
 
 def exit_status(reports: Iterable[TraceReport], fail_on: str = "warning") -> int:
@@ -360,3 +407,86 @@ def _require_anchor(rule: Rule, table: EventTable, index: ScopeIndex, scopes: li
                 source=index.frame.at[row, "source"] if row >= 0 else None, anchor=None, ts=scope.ts,
                 rank=table.meta.rank))
     return _done(rule, findings, level, len(scopes))
+
+
+# -- across ranks ------------------------------------------------------------------------------------------------
+
+def _rank_events(rule: Rule, index: ScopeIndex, level: str) -> list[int]:
+    """The rows a rank-divergence rule compares, in launch order: device events at kernel level; at op
+    level, top-level working ops and runtime calls that pass the rule's filter."""
+    flt = _EventFilter(rule)
+    kinds = index.kind
+    f = index.frame
+    if level == "kernel":
+        rows = np.flatnonzero(np.isin(kinds, list(DEVICE_KINDS)) | (kinds == "runtime"))
+    else:
+        rows = np.flatnonzero(((kinds == "op") & f["does_work"].to_numpy()) | (kinds == "runtime"))
+    rows = [r for r in rows.tolist() if flt(index, r)]
+    if rule.spec.scope.is_named:
+        scopes = index.named_scopes(rule.spec.scope.annotations, rule.spec.scope.modules,
+                                    rule.spec.scope.frames, rule.spec.scope.ops)
+        key = index.launch_ts
+        rows = [r for r in rows if any(s.thread == index.thread[r] and s.holds(key[r]) for s in scopes)]
+    ops = [r for r in rows if kinds[r] == "op"]
+    if ops:
+        keep = set(_outermost(index, ops))
+        rows = [r for r in rows if kinds[r] != "op" or r in keep]
+    return sorted(rows, key=lambda r: index.launch_ts[r])
+
+
+def _rank_divergence(rule: Rule, group: list[EventTable], indexes: list[ScopeIndex]) -> RuleOutcome:
+    """Each rank's matching events against a reference rank: the one closest to the per-name mode counts.
+
+    Counts per name decide what is extra or missing; a sequence alignment (difflib) finds which instance
+    is the extra one, so the finding points at the line that launched it. Equal counts in another order
+    are reported at the first place the order differs.
+    """
+    if rule.spec.requires_device and not all(t.has_device_events for t in group):
+        return _na(rule, "some rank's trace has no GPU events")
+    level = "kernel" if all(t.has_device_events for t in group) else "op"
+    per_rank = [_rank_events(rule, index, level) for index in indexes]
+    names = [[str(ix.frame.at[r, "short_name"]) for r in rows] for ix, rows in zip(indexes, per_rank)]
+    if not any(names):
+        return _na(rule, "no event on any rank matches the rule's filter")
+    counts = [Counter(n) for n in names]
+    everything = sorted(set().union(*counts))
+    mode = {}
+    for name in everything:
+        usual = Counter(c[name] for c in counts).most_common()
+        mode[name] = min(v for v, n in usual if n == usual[0][1])  # ties go to the smaller count
+    distance = [sum(abs(c[name] - mode[name]) for name in everything) for c in counts]
+    ref = min(range(len(group)), key=lambda i: (distance[i], group[i].meta.rank))
+    ref_rank = group[ref].meta.rank
+    scope = Scope(row=-1, kind="ranks", name=", ".join(str(t.meta.rank) for t in group), thread="", ts=0.0,
+                  end=0.0)
+    findings: list[Finding] = []
+    for i, (table, index, rows, seq, c) in enumerate(zip(group, indexes, per_rank, names, counts)):
+        if i == ref or seq == names[ref]:
+            continue
+        extra_rows: dict[str, int] = {}
+        for tag, _a1, _a2, b1, b2 in difflib.SequenceMatcher(None, names[ref], seq, autojunk=False).get_opcodes():
+            if tag in ("insert", "replace"):
+                for j in range(b1, b2):
+                    extra_rows.setdefault(seq[j], rows[j])
+        differs = False
+        for name in everything:
+            delta = c[name] - counts[ref][name]
+            if delta == 0:
+                continue
+            differs = True
+            message = (f"rank {table.meta.rank} issues {abs(delta)} {'more' if delta > 0 else 'fewer'} {name} "
+                       f"than rank {ref_rank} ({c[name]} against {counts[ref][name]})")
+            row = extra_rows.get(name) if delta > 0 else None
+            if row is not None:
+                findings.append(_finding(rule, index, row, scope, message, None))
+            else:
+                findings.append(Finding(
+                    rule=rule.id, name=rule.name, severity=rule.severity, message=message, trace=table.path,
+                    scope=scope.label, event=name, event_kind="missing", event_category="", launch_op=None,
+                    top_op=None, source=None, anchor=None, ts=0.0, rank=table.meta.rank))
+        if not differs:  # the same events in another order
+            j = next(j for j, (a, b) in enumerate(zip(seq, names[ref])) if a != b)
+            findings.append(_finding(rule, index, rows[j], scope,
+                                     f"rank {table.meta.rank} issues {seq[j]} where rank {ref_rank} issues "
+                                     f"{names[ref][j]} (position {j})", None))
+    return _done(rule, findings, level, len(group))

@@ -132,7 +132,7 @@ def _validate(spec: RuleSpec, path: Path, text: str) -> None:
         fail(f"check type {check} needs a [scope] naming annotations, modules, frames or ops", "check", "type")
     if check == "forbid-temporary-alloc" and not spec.check.dtypes:
         fail("forbid-temporary-alloc needs `dtypes`", "check", "type")
-    if check in ("forbid-in-scope", "max-count") and not (
+    if check in ("forbid-in-scope", "max-count", "rank-divergence") and not (
             spec.check.kinds or spec.check.names or spec.check.device_categories or spec.check.op_categories):
         fail(f"{check} needs at least one of kinds, names, device-categories, op-categories", "check", "type")
 

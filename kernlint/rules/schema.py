@@ -19,6 +19,7 @@ ops = []
 
 [check]
 type = "forbid-before-anchor"     # | forbid-in-scope | forbid-temporary-alloc | max-count | require-anchor
+                                  # | rank-divergence (across the ranks of one distributed run)
 device-categories = []            # device events (kernels, memcpy, memset) by category; ["*"] = any
 op-categories = []                # ops by category, at op level (traces without GPU events)
 kinds = []                        # event kinds (forbid-in-scope, max-count)
@@ -42,7 +43,8 @@ from typing import Literal
 import msgspec
 
 CheckType = Literal["forbid-before-anchor", "forbid-in-scope", "forbid-temporary-alloc", "max-count",
-                    "require-anchor"]
+                    "require-anchor", "rank-divergence"]
+CROSS_RANK_CHECKS = frozenset({"rank-divergence"})
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER = {"info": 0, "warning": 1, "error": 2}
 
@@ -116,3 +118,7 @@ class Rule(msgspec.Struct, frozen=True):
     @property
     def severity(self) -> str:
         return self.spec.severity
+
+    @property
+    def cross_rank(self) -> bool:
+        return self.spec.check.type in CROSS_RANK_CHECKS

@@ -26,6 +26,7 @@ class Workload:
     expect: Mapping[str, str] = field(default_factory=dict)
     regressed: bool = False
     devices: tuple[str, ...] = ("cpu", "cuda")
+    distributed: bool = False      # needs torch.distributed: run with --nproc N
 
 
 def resolve_device(device: str) -> str:
@@ -57,6 +58,30 @@ def _load_module(spec: str):
         return importlib.import_module(spec)
     except ImportError as exc:
         raise ConfigError(None, f"cannot import module {spec!r}: {exc}") from None
+
+
+CHECKOUT_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def regressed_workloads(fixtures: Path | None = None) -> dict[str, Workload]:
+    """The regressed variants, from a source checkout's fixtures/regressed/workloads.py."""
+    folder = Path(fixtures) if fixtures else CHECKOUT_FIXTURES
+    if not (folder / "regressed" / "workloads.py").is_file():
+        raise ConfigError(folder, "no regressed/workloads.py here: the regressed workloads need a source "
+                                  "checkout (or --fixtures DIR)")
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    return dict(importlib.import_module("regressed.workloads").REGRESSED_WORKLOADS)
+
+
+def known_workloads(include_regressed: bool = True) -> dict[str, Workload]:
+    """Built-in workloads, plus the regressed ones where a source checkout has them."""
+    from kernlint.workloads.fp8 import BUILTIN_WORKLOADS
+
+    known = dict(BUILTIN_WORKLOADS)
+    if include_regressed and (CHECKOUT_FIXTURES / "regressed" / "workloads.py").is_file():
+        known.update(regressed_workloads())
+    return known
 
 
 def resolve_target(target: str, workloads: Mapping[str, Workload]) -> Workload:

@@ -9,6 +9,7 @@ from torch.profiler import record_function
 
 from kernlint.reference import Fp8BlockLinear, initialize_dummy_weights
 from kernlint.workloads.base import Step, Workload
+from kernlint.workloads.tp import tp_mlp_workload
 
 # DeepSeek-V3 linear shapes (N, K), and the token counts M the layer runs at.
 DEEPSEEK_V3_LINEAR_SHAPES: tuple[tuple[int, int], ...] = ((7168, 2048), (4096, 7168), (24576, 1536))
@@ -84,4 +85,7 @@ BUILTIN_WORKLOADS: dict[str, Workload] = {w.name: w for w in (
                         summary="dummy-weight init of a model of FP8 linears: empty_like fp16, uniform_, copy_"),
     dummy_init_workload("fp8-dummy-init-fused", _fused_init, expect={"KL002": "passed"}, devices=("cuda",),
                         summary="dummy-weight init with one fused Triton kernel per FP8 tensor, zero scratch"),
+    tp_mlp_workload("fp8-tp-mlp", expect={"KL001": "passed", "KL003": "passed"},
+                    summary="tensor-parallel FP8 MLP (column-parallel gate_up, row-parallel down, all-reduce); "
+                            "run with --nproc N"),
 )}

@@ -1,0 +1,49 @@
+"""The process torchrun starts for each rank of `kernlint run --nproc N` (an entry point, like the CLI).
+
+Every rank initialises torch.distributed (NCCL on GPUs, gloo on the CPU), builds the workload and writes its
+own trace and run metadata into the shared run folder. A failure becomes one `kernlint-rank-error:` line on
+stderr, which the launcher (kernlint.capture.distributed.launch) shows to the user.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+from kernlint.capture.runner import capture
+from kernlint.workloads import known_workloads, resolve_target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kernlint.capture.distributed")
+    # Prefixed so that torchrun's own parser, which sees these too, takes none of them for its options.
+    parser.add_argument("--kl-target", dest="target", required=True)
+    parser.add_argument("--kl-device", dest="device", required=True, choices=["cpu", "cuda"])
+    parser.add_argument("--kl-out", dest="out", required=True)
+    parser.add_argument("--kl-run", dest="run", required=True)
+    parser.add_argument("--kl-warmup", dest="warmup", type=int, default=1)
+    args = parser.parse_args(argv)
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if args.device == "cuda":
+        torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
+    try:
+        workload = resolve_target(args.target, known_workloads())
+        step = workload.build(args.device)
+        capture(step, args.out, args.run, device=args.device, warmup=args.warmup,
+                extra={"workload": workload.name, "rank": dist.get_rank(), "world_size": dist.get_world_size(),
+                       "backend": dist.get_backend()})
+        dist.barrier()
+    except Exception as exc:  # one line the launcher can show, whatever rank failed
+        print(f"kernlint-rank-error: rank {dist.get_rank()}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
