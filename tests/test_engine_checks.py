@@ -240,3 +240,30 @@ def test_temporary_alloc_check_needs_memory_events(tmp_path):
     kl002 = [r for r in load_rules() if r.id == "KL002"][0]
     o = outcome(path, kl002)
     assert o.status == "not-applicable" and "profile_memory" in o.reason
+
+
+def test_compiled_region_is_coarse_and_unplaced_anchors_are_reported(tmp_path):
+    """torch.compile traces: one "Torch-Compiled Region" range, no modules or frames inside. The norm
+    kernel before the quant kernel must not be blamed, and the note must say the anchor went unchecked."""
+    import json
+
+    from kernlint.rules.loader import load_rules
+
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "Torch-Compiled Region: 0/0", "pid": 1, "tid": 1, "ts": 0,
+         "dur": 100},
+        {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 2,
+         "args": {"correlation": 1}},
+        {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 20, "dur": 2,
+         "args": {"correlation": 2}},
+        {"ph": "X", "cat": "kernel", "name": "triton_red_fused_mean_mul_pow_rsqrt_0", "pid": 0, "tid": 7, "ts": 30,
+         "dur": 1, "args": {"correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "scale_1x128_kernel", "pid": 0, "tid": 7, "ts": 32, "dur": 1,
+         "args": {"correlation": 2}},
+    ]
+    path = tmp_path / "compiled.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    kl001 = [r for r in load_rules() if r.id == "KL001"][0]
+    o = outcome(path, kl001)
+    assert o.status == "passed" and o.findings == []
+    assert "1 of 1 anchor(s) have no enclosing" in o.note

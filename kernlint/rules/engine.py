@@ -305,9 +305,12 @@ def _forbid_before_anchor(rule: Rule, table: EventTable, index: ScopeIndex) -> R
         note = ("kernel-level check not applicable: the trace has no GPU events; checked at op level"
                 if not table.has_device_events else
                 f"no kernel matches /{rule.spec.anchor.kernel}/; checked at op level")
+    unplaced = 0
     for a in anchors.tolist():
         scope = index.anchor_scope(a, level, anchors.tolist())
         anchor_name = str(index.frame.at[a, "short_name"])
+        if scope.kind == "anchor":
+            unplaced += 1  # no module, range, frame or op encloses its launch: nothing can precede it in scope
         if level == "kernel":
             start = index.launch_ts[a]
             rows = [r for r in index.device_events_between(scope.thread, scope.ts, start).tolist()
@@ -324,6 +327,10 @@ def _forbid_before_anchor(rule: Rule, table: EventTable, index: ScopeIndex) -> R
             findings.append(_finding(rule, index, r, scope,
                                      f"{event} ({index.frame.at[r, 'category']}) runs before {anchor_name} "
                                      f"in {scope.label}", anchor_name))
+    if unplaced:
+        extra = (f"{unplaced} of {len(anchors)} anchor(s) have no enclosing module, range, Python frame or op "
+                 "(compiled code, or a trace without stacks): nothing could be checked before them")
+        note = f"{note}; {extra}" if note else extra
     outcome = _done(rule, findings, level, len(anchors))
     outcome.note = note
     return outcome

@@ -38,7 +38,8 @@ COARSE_ANNOTATIONS: tuple[str, ...] = (
     r"execute_model.*",
     r".*model_runner.*",
     r"(?i:forward|model_forward|decode_step|prefill_step|engine_step|step)",
-    r"## .* ##",
+    r"## .* ##",                               # torch.compile: "## Call CompiledFxGraph ... ##"
+    r"Torch-Compiled Region.*", r"CompiledFunction.*", r"TorchDynamo Cache Lookup",
 )
 
 
