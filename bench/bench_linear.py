@@ -8,7 +8,6 @@ launches (torch.profiler). Time: median of 20 replays of a CUDA graph holding 10
 """
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -16,36 +15,12 @@ import torch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
+from _timing import REPS, graph_median_ms  # noqa: E402
 
 MS = (16, 128, 4096)
 NKS = ((7168, 2048), (4096, 7168), (24576, 1536))
-REPS = 20
 CALLS_PER_GRAPH = 10
 QUANT_MODEL_BYTES_PER_S = 3e12
-
-
-def graph_median_ms(fn) -> float:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(CALLS_PER_GRAPH):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(REPS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / CALLS_PER_GRAPH)
-    return statistics.median(times)
 
 
 def kernels_per_call(fn) -> list[str]:
@@ -80,10 +55,11 @@ def main() -> int:
             x_q, x_s = scale_1x128(x, column_major_scales=True, pad_rows_to=4)
             flops = 2 * m * n * k
             with torch.no_grad():
-                fwd_ms = graph_median_ms(lambda: layer(x))
+                fwd_ms = graph_median_ms(lambda: layer(x), CALLS_PER_GRAPH)
                 gemm_ms = graph_median_ms(lambda: torch._scaled_mm(
-                    x_q, layer.weight.t(), scale_a=x_s, scale_b=layer.weight_scale.t(), out_dtype=torch.bfloat16))
-                bf16_ms = graph_median_ms(lambda: x @ w_bf16.t())
+                    x_q, layer.weight.t(), scale_a=x_s, scale_b=layer.weight_scale.t(), out_dtype=torch.bfloat16),
+                    CALLS_PER_GRAPH)
+                bf16_ms = graph_median_ms(lambda: x @ w_bf16.t(), CALLS_PER_GRAPH)
                 names = kernels_per_call(lambda: layer(x))
             kernel_names[(m, n, k)] = names
             quant_bytes = m * k * 2 + m * k + m * (k // 128) * 4

@@ -8,7 +8,6 @@ Small sizes sit in the 60 MB L2; the copy anchor of the same bytes does too.
 """
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -16,36 +15,11 @@ import torch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
+from _timing import REPS, graph_median_ms  # noqa: E402
 
 MS = (16, 128, 4096)
 KS = (1536, 2048, 7168)
-REPS = 20
 CALLS_PER_GRAPH = 20
-
-
-def graph_median_ms(fn) -> float:
-    """Per-call time of ``fn`` replayed from a CUDA graph of CALLS_PER_GRAPH calls (median of REPS)."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(CALLS_PER_GRAPH):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(REPS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / CALLS_PER_GRAPH)
-    return statistics.median(times)
 
 
 def main() -> int:
@@ -64,10 +38,10 @@ def main() -> int:
         for k in KS:
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             moved = m * k * 2 + m * k + m * (k // 128) * 4
-            quant_ms = graph_median_ms(lambda: scale_1x128(x, column_major_scales=True))
+            quant_ms = graph_median_ms(lambda: scale_1x128(x, column_major_scales=True), CALLS_PER_GRAPH)
             src = torch.empty(moved // 2, dtype=torch.uint8, device="cuda")
             dst = torch.empty_like(src)
-            copy_ms = graph_median_ms(lambda: dst.copy_(src))
+            copy_ms = graph_median_ms(lambda: dst.copy_(src), CALLS_PER_GRAPH)
             quant_bw = moved / quant_ms / 1e6
             copy_bw = 2 * src.numel() / copy_ms / 1e6
             print(f"{m:5d} {k:5d} {moved:10d} {quant_ms * 1e3:9.2f} {quant_bw:11.0f} "

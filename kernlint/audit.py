@@ -12,11 +12,10 @@ from typing import Callable, Iterable
 
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.capture.runner import Capture, capture
-from kernlint.errors import ConfigError
 from kernlint.rules.engine import TraceReport, check_trace
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import load_trace
-from kernlint.workloads import BUILTIN_WORKLOADS, CHECKOUT_FIXTURES, Workload, regressed_workloads
+from kernlint.workloads import BUILTIN_WORKLOADS, Workload, regressed_workloads
 
 
 @dataclass

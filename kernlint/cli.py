@@ -189,7 +189,7 @@ def explain(rule_id, rule_paths, debug):
     _guarded(body, debug)
 
 
-def _progress() -> "Progress":
+def _progress():
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     return Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=_err,
@@ -273,7 +273,7 @@ def audit(device, include_regressed, out_dir, replay, fixtures, fmt, output, deb
     regressed ones are caught), 1 otherwise.
     """
     def body() -> int:
-        from kernlint.audit import CHECKOUT_FIXTURES, audit_workloads, run_audit
+        from kernlint.audit import audit_workloads, run_audit
         from kernlint.report import OutputFormat, audit_renderer, replay_renderer
         from kernlint.rules.loader import load_rules
 
@@ -281,6 +281,8 @@ def audit(device, include_regressed, out_dir, replay, fixtures, fmt, output, deb
         if replay:
             from kernlint.errors import ConfigError
             from kernlint.rules.cases import audit_recorded_cases
+
+            from kernlint.workloads import CHECKOUT_FIXTURES
 
             folder = fixtures or CHECKOUT_FIXTURES
             if not (folder / "cases").is_dir():

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
-import pandas as pd
 
 from kernlint.trace.table import DEVICE_KINDS, EventTable
 

@@ -146,7 +146,6 @@ def _int_column(values: list, default: int = -1) -> np.ndarray:
 def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
     """Raw decoded trace -> EventTable with links, nesting, scopes inputs and allocation dtypes."""
     events = [e for e in raw.trace_events if e.ph not in _SKIPPED_PHASES and e.cat not in ("ac2g", "flow")]
-    n = len(events)
 
     kind: list[str] = []
     for e in events:
