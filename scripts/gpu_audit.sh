@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: cold `kernlint audit` on the GPU, the audit with the regressed variants (traces kept),
-# tensor-parallel runs on one GPU, and the whole test suite with the GPU tests. Needs .whl/ (msgspec, torch-tb-profiler) carried along.
+# tensor-parallel runs on one GPU, the GPU benchmarks, and the whole test suite with the GPU tests. Needs .whl/ (msgspec, torch-tb-profiler) carried along.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -18,7 +18,6 @@ python3 -m kernlint.cli audit --include-regressed --out "$OUT/audit" 2>&1 | grep
 rc=${PIPESTATUS[0]}
 end=$(date +%s.%N)
 echo "warm kernlint audit --include-regressed: exit $rc, wall $(python3 -c "print(round($end - $start, 2))") s" | tee -a "$OUT/audit_regressed.txt"
-python3 -m kernlint.cli audit --include-regressed --format json -o "$OUT/audit.json" > /dev/null 2>&1
 (cd "$OUT" && tar cf audit_traces.tar audit && rm -rf audit)
 # Tensor parallel on one GPU: NCCL at world size 1 (more GPUs are not lent here), then the clear error for 2.
 { python3 -m kernlint.cli run fp8-tp-mlp --nproc 1 --device cuda --out "$OUT/tp"; echo "exit $?";
@@ -27,4 +26,5 @@ python3 -m kernlint.cli audit --include-regressed --format json -o "$OUT/audit.j
   python3 -m kernlint.cli run fp8-tp-mlp-rank1-sync --nproc 2 --device cpu --out "$OUT/tp"; echo "exit $?";
 } 2>&1 | grep -v '^USDT' | tee "$OUT/tp.txt"
 (cd "$OUT" && tar cf tp_traces.tar tp && rm -rf tp)
+for b in bench_quant bench_linear bench_dummy_init; do python3 bench/$b.py; done 2>&1 | tee "$OUT/bench.txt"
 python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tail -15 | tee "$OUT/pytest.txt"
