@@ -87,10 +87,14 @@ def test_library_frames(frame, library):
     assert is_library_frame(frame) is library
 
 
-GPU_TRACES = sorted((FIXTURES / "traces" / "gpu").glob("*.pt.trace.json.gz"))
+GPU_TRACES = sorted((FIXTURES / "traces").glob("gpu*/**/*.pt.trace.json.gz"))
 
 
-@pytest.mark.parametrize("trace", GPU_TRACES, ids=[t.name.split(".")[0] for t in GPU_TRACES])
+def test_the_h200_fixtures_are_there():
+    assert len(GPU_TRACES) >= 20
+
+
+@pytest.mark.parametrize("trace", GPU_TRACES, ids=[str(t.relative_to(FIXTURES / "traces")) for t in GPU_TRACES])
 def test_every_kernel_in_the_h200_fixtures_is_classified(trace):
     f = load_trace(trace).frame
     device = f[f["kind"].isin(["kernel", "memcpy", "memset"])]
