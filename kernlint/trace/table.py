@@ -29,6 +29,7 @@ every link column holds a row label, or -1 where there is no such event. Columns
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,42 +144,62 @@ def _int_column(values: list, default: int = -1) -> np.ndarray:
     return floats.astype(np.int64)
 
 
+_get_name, _get_cat, _get_ts, _get_dur, _get_pid, _get_tid = (
+    operator.attrgetter(a) for a in ("name", "cat", "ts", "dur", "pid", "tid"))
+_get_correlation, _get_external_id, _get_stream, _get_device_type, _get_addr = (
+    operator.attrgetter(a) for a in ("correlation", "external_id", "stream", "device_type", "addr"))
+_get_input_types, _get_concrete_inputs = operator.attrgetter("input_types"), operator.attrgetter("concrete_inputs")
+
+
+def _str_column(values: list) -> np.ndarray:
+    """Strings as an object array, "" where a trace has a non-string (a number, null)."""
+    out = np.array(values, dtype=object)
+    bad = np.fromiter((type(v) is not str for v in values), dtype=bool, count=len(values))
+    if bad.any():
+        out[bad] = [str(v) if v is not None else "" for v in out[bad]]
+    return out
+
+
+def _kinds(names_: np.ndarray, cats: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """The kind column, from the category (case-insensitive), `[memory]` events and module frames."""
+    lowered = pd.Series(cats, dtype=object).str.lower()
+    kinds = lowered.map(_CAT_TO_KIND).to_numpy(dtype=object)
+    unknown = pd.isna(kinds)
+    memory = unknown & (names_ == "[memory]")
+    kinds[memory] = np.where(nbytes[memory] < 0, "free", "alloc")
+    kinds[unknown & ~memory] = "other"
+    python = np.flatnonzero(kinds == "python")
+    if len(python):
+        is_module = pd.Series(names_[python], dtype=object).str.startswith(_MODULE_PREFIX).to_numpy(dtype=bool)
+        kinds[python[is_module]] = "module"
+    return kinds
+
+
 def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
     """Raw decoded trace -> EventTable with links, nesting, scopes inputs and allocation dtypes."""
     events = [e for e in raw.trace_events if e.ph not in _SKIPPED_PHASES and e.cat not in ("ac2g", "flow")]
 
-    kind: list[str] = []
-    for e in events:
-        cat = e.cat.lower() if isinstance(e.cat, str) else ""
-        k = _CAT_TO_KIND.get(cat)
-        if k is None:
-            if e.name == "[memory]":
-                nbytes = e.args.nbytes if e.args is not None else None
-                k = "free" if isinstance(nbytes, (int, float)) and nbytes < 0 else "alloc"
-            else:
-                k = "other"
-        elif k == "python" and isinstance(e.name, str) and e.name.startswith(_MODULE_PREFIX):
-            k = "module"
-        kind.append(k)
-
     args = [e.args if e.args is not None else _NO_ARGS for e in events]
+    names_ = _str_column(list(map(_get_name, events)))
+    cats = _str_column(list(map(_get_cat, events)))
+    nbytes = _int_column([a.nbytes if a.nbytes is not None else a.memcpy_bytes for a in args], 0)
     frame = pd.DataFrame({
-        "kind": kind,
-        "name": [e.name if isinstance(e.name, str) else "" for e in events],
-        "cat": [e.cat if isinstance(e.cat, str) else "" for e in events],
-        "ts": _float_column([e.ts for e in events]),
-        "dur": _float_column([e.dur for e in events]),
-        "pid": [str(e.pid) for e in events],
-        "tid": [str(e.tid) for e in events],
-        "correlation": _int_column([a.correlation for a in args]),
-        "external_id": _int_column([a.external_id for a in args]),
-        "stream": _int_column([a.stream for a in args]),
+        "kind": _kinds(names_, cats, nbytes),
+        "name": names_,
+        "cat": cats,
+        "ts": _float_column(list(map(_get_ts, events))),
+        "dur": _float_column(list(map(_get_dur, events))),
+        "pid": list(map(str, map(_get_pid, events))),
+        "tid": list(map(str, map(_get_tid, events))),
+        "correlation": _int_column(list(map(_get_correlation, args))),
+        "external_id": _int_column(list(map(_get_external_id, args))),
+        "stream": _int_column(list(map(_get_stream, args))),
         "device": _int_column([a.device if a.device is not None else a.device_id for a in args]),
-        "device_type": _int_column([a.device_type for a in args]),
-        "addr": _int_column([a.addr for a in args], 0),
-        "bytes": _int_column([a.nbytes if a.nbytes is not None else a.memcpy_bytes for a in args], 0),
-        "input_types": [a.input_types for a in args],
-        "concrete_inputs": [a.concrete_inputs for a in args],
+        "device_type": _int_column(list(map(_get_device_type, args))),
+        "addr": _int_column(list(map(_get_addr, args)), 0),
+        "bytes": nbytes,
+        "input_types": list(map(_get_input_types, args)),
+        "concrete_inputs": list(map(_get_concrete_inputs, args)),
     })
     frame["dur"] = frame["dur"].fillna(0.0)
     frame["end"] = frame["ts"] + frame["dur"]
