@@ -171,10 +171,6 @@ def short_kernel_name(name: str) -> str:
     return base or name
 
 
-def short_op_name(name: str) -> str:
-    return name
-
-
 def frame_parts(frame_name: str) -> tuple[str | None, int | None, str]:
     """`path/to/file.py(129): apply_weights` -> ("path/to/file.py", 129, "apply_weights")."""
     match = _FRAME.match(frame_name)

@@ -3,8 +3,8 @@
 msgspec decodes straight into these typed structs, skipping every field not named here, so a large trace
 never becomes a dict per event. Every field is optional with a loose type: traces from torch 1.x to 2.13,
 and from other writers (vLLM, TensorBoard plugins), differ in which fields they carry. The mapping from
-raw kineto names ("External id", "Input type") to the event table's snake_case columns lives in
-ARG_COLUMNS, a versioned table like HTA's event_args yaml.
+raw kineto argument names ("External id", "Input type") to snake_case names lives in ARG_FIELDS, a
+versioned table like HTA's event_args yaml: adding an argument is one line there and one field below.
 """
 from __future__ import annotations
 
@@ -14,25 +14,25 @@ import msgspec
 
 ARGS_SCHEMA_VERSION = 1
 
-Number = Union[int, float]
-
-
-Scalar = Union[int, float, str, None]
-
-
-class RawArgs(msgspec.Struct, rename={
+# snake_case field -> raw kineto argument name (ARGS_SCHEMA_VERSION 1).
+ARG_FIELDS: dict[str, str] = {
     "external_id": "External id",
     "correlation": "correlation",
     "input_types": "Input type",
     "concrete_inputs": "Concrete Inputs",
     "addr": "Addr",
-    "nbytes": "Bytes",
-    "device_type": "Device Type",
+    "nbytes": "Bytes",               # [memory] events: + allocated, - freed
+    "device_type": "Device Type",    # [memory] events: 0 CPU, 1 CUDA
     "device_id": "Device Id",
-    "device": "device",
+    "device": "device",              # kernels, memcpy, memset
     "stream": "stream",
-    "memcpy_bytes": "bytes",
-}):
+    "memcpy_bytes": "bytes",         # memcpy / memset size
+}
+
+Scalar = Union[int, float, str, None]
+
+
+class RawArgs(msgspec.Struct, rename=ARG_FIELDS):
     external_id: Scalar = None
     correlation: Scalar = None
     # Kept as raw JSON and decoded only for the few ops whose dtypes matter (allocations, anchors).
@@ -88,16 +88,3 @@ def raw_list(value: msgspec.Raw | None) -> list:
     return decoded if isinstance(decoded, list) else []
 
 
-# Raw kineto argument names -> event table columns (ARGS_SCHEMA_VERSION 1).
-ARG_COLUMNS: dict[str, str] = {
-    "External id": "external_id",
-    "correlation": "correlation",
-    "Input type": "input_types",
-    "Concrete Inputs": "concrete_inputs",
-    "Addr": "addr",
-    "Bytes": "bytes",
-    "Device Type": "device_type",
-    "Device Id": "device_id",
-    "device": "device",
-    "stream": "stream",
-}

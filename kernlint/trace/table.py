@@ -44,7 +44,6 @@ from kernlint.trace.schema import RawTrace, raw_list
 KINDS = ("kernel", "memcpy", "memset", "runtime", "op", "annotation", "gpu_annotation", "python", "module",
          "alloc", "free", "other")
 DEVICE_KINDS = frozenset({"kernel", "memcpy", "memset"})
-HOST_INTERVAL_KINDS = frozenset({"op", "annotation", "python", "module", "runtime"})
 
 _CAT_TO_KIND = {
     "kernel": "kernel",
