@@ -78,7 +78,7 @@ def check_trace(table: EventTable, rules: Iterable[Rule],
                 coarse: Sequence[str] = COARSE_ANNOTATIONS, *, in_rank_group: bool = False) -> TraceReport:
     """One trace. Cross-rank rules are left to check_traces when the trace belongs to a group of ranks,
     and are not applicable to a trace on its own."""
-    index = ScopeIndex(table, coarse)
+    index = ScopeIndex.of(table, coarse)
     outcomes = []
     for rule in rules:
         if rule.cross_rank:
@@ -116,7 +116,7 @@ def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule],
     for group in groups:
         if not cross:
             continue
-        indexes = [ScopeIndex(t, coarse) for t in group]
+        indexes = [ScopeIndex.of(t, coarse) for t in group]
         outcomes = [_rank_divergence(rule, group, indexes) for rule in cross]
         ranks = [t.meta.rank for t in group]
         reports.append(TraceReport(

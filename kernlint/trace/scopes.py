@@ -85,6 +85,15 @@ class ScopeIndex:
         self._work_ops_by_thread = self._by_thread(np.flatnonzero(
             (self.kind == "op") & f["does_work"].to_numpy()), self.ts)
 
+    @classmethod
+    def of(cls, table: EventTable, coarse: Sequence[str] = COARSE_ANNOTATIONS) -> "ScopeIndex":
+        """The index of `table` for these coarse patterns, built once and kept with the table."""
+        key = ("scope_index", tuple(coarse))
+        index = table.derived.get(key)
+        if index is None:
+            index = table.derived[key] = cls(table, coarse)
+        return index
+
     def _by_thread(self, rows: np.ndarray, key: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if not len(rows):
@@ -269,7 +278,7 @@ class ScopeIndex:
 def add_scope_column(table: EventTable, coarse: Sequence[str] = COARSE_ANNOTATIONS) -> None:
     """Column `scope`: the label of the innermost unit (rule 1-2 of the module docstring) that each device
     event, op, runtime call and allocation was issued from; None where there is none."""
-    index = ScopeIndex(table, coarse)
+    index = ScopeIndex.of(table, coarse)
     f = table.frame
     kinds = index.kind
     launcher = f["launcher"].to_numpy()

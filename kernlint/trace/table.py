@@ -88,6 +88,8 @@ class EventTable:
 
     frame: pd.DataFrame
     meta: TraceMeta
+    # Derived indexes built once per table (kernlint.trace.scopes.ScopeIndex.of keeps its own here).
+    derived: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def path(self) -> str:
