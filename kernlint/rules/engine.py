@@ -327,6 +327,9 @@ def _forbid_before_anchor(rule: Rule, table: EventTable, index: ScopeIndex) -> R
             findings.append(_finding(rule, index, r, scope,
                                      f"{event} ({index.frame.at[r, 'category']}) runs before {anchor_name} "
                                      f"in {scope.label}", anchor_name))
+    if unplaced and unplaced == len(anchors):
+        return _na(rule, "no anchor lies in any module, range, Python frame or op (compiled code, or a trace "
+                         "recorded without stacks): there is no scope to check")
     if unplaced:
         extra = (f"{unplaced} of {len(anchors)} anchor(s) have no enclosing module, range, Python frame or op "
                  "(compiled code, or a trace without stacks): nothing could be checked before them")
