@@ -12,10 +12,11 @@ A trace from anywhere carries some of: record_function / NVTX ranges (annotation
    besides the anchor: a wrapper that only calls the quantization kernel is not the linear layer, but the
    module or frame that also launches the GEMM is. If none does, the innermost unit is the scope.
 4. With Python frames only, that frame is widened to its caller while the caller holds no other anchor and
-   no other unit that does work, and is not `<module>`: the caller that prepares arguments (a placeholder
-   scale) and calls a fused quantize-and-GEMM function is the layer. A caller that also calls a helper
-   which does work (or a norm) stops the widening: kernlint then reports less rather than blame a
-   neighbour. Structural units are never widened: the linear's module is the boundary.
+   no other unit that does work, is not `<module>`, and its own work before the anchor is only fills,
+   copies and casts: the caller that prepares arguments (a placeholder scale) and calls a fused
+   quantize-and-GEMM function is the layer. A caller that also adds a residual, or calls a norm or a helper
+   that does work, stops the widening: kernlint then reports less rather than blame a neighbour.
+   Structural units are never widened: the linear's module is the boundary.
 5. Fallback, where the event has no unit at all: the top-level op that launched it (for a fused op, the
    op itself), else the anchor alone.
 
@@ -40,6 +41,10 @@ COARSE_ANNOTATIONS: tuple[str, ...] = (
     r"## .* ##",                               # torch.compile: "## Call CompiledFxGraph ... ##"
     r"Torch-Compiled Region.*", r"CompiledFunction.*", r"TorchDynamo Cache Lookup",
 )
+
+
+# What a caller may do before calling the fused quantize-and-GEMM function and still be the layer itself.
+_PREPARATION = frozenset({"fill", "copy", "cast", "memset", "memcpy_dtod"})
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,7 @@ class ScopeIndex:
         self.user_frame = f["user_frame"].to_numpy()
         self.top_op = f["top_op"].to_numpy()
         self.launch_ts = f["launch_ts"].to_numpy()
+        self.category = f["category"].to_numpy()
         self._device_by_thread = self._by_thread(np.flatnonzero(
             np.isin(self.kind, list(DEVICE_KINDS)) & (f["launcher"].to_numpy() >= 0)), self.launch_ts)
         self._children: dict[int, list[int]] | None = None
@@ -210,9 +216,11 @@ class ScopeIndex:
         """The scope of an anchor event (a device event at kernel level; an op or range at op level).
 
         Innermost unit that does work besides the anchor; from a Python frame, widened to its caller while
-        the caller holds no other anchor and no other working unit (the caller that only prepares arguments,
-        such as a placeholder scale, and calls the fused quantize-and-GEMM function is the layer itself).
-        Widening stops at an nn.Module or annotation, at `<module>` and at the coarse range.
+        the caller holds no other anchor and no other working unit, and its own work before the anchor is
+        argument preparation only (fills, copies, casts: a placeholder scale). Such a caller, which prepares
+        arguments and calls the fused quantize-and-GEMM function, is the layer itself; a caller that also
+        adds a residual or calls a norm is not. Widening stops at an nn.Module or annotation, at `<module>`
+        and at the coarse range.
         """
         host_row = int(self.frame.at[anchor, "launcher"]) if level == "kernel" else anchor
         if host_row < 0:
@@ -234,8 +242,23 @@ class ScopeIndex:
             working = [c for c in self._children_units(parent.row) if self._has_work(self.unit(c), level)]
             if working != [units[i].row]:
                 break
+            if not self._prepares_only(parent, units[i], anchor, level):
+                break
             i += 1
         return units[i]
+
+    def _prepares_only(self, parent: Scope, child: Scope, anchor: int, level: str) -> bool:
+        """Whether what `parent` itself does before the anchor, outside `child`, is only fills, copies,
+        casts (and memsets): preparing the arguments of the call that holds the anchor."""
+        stop = self.launch_ts[anchor] if level == "kernel" else self.ts[anchor]
+        if level == "kernel":
+            rows = self.device_events_between(parent.thread, parent.ts, stop)
+        else:
+            rows = self.work_ops_between(parent.thread, parent.ts, stop)
+        times = self.launch_ts[rows]
+        own = rows[(times < child.ts) | (times >= child.end)]
+        categories = set(self.category[own].tolist()) - {"view", "alloc"}
+        return categories <= _PREPARATION
 
     def _fallback(self, anchor: int, level: str) -> Scope:
         top = self.top_op[anchor]
