@@ -64,6 +64,10 @@ def test_audit_runs_fixed_and_regressed_workloads_on_the_cpu():
     assert verdicts["fp8-dummy-init"]["KL002"] == "passed"
     assert verdicts["fp8-block-linear-new-ones"]["KL001"] == "failed"
     assert verdicts["fp8-dummy-init-old"]["KL002"] == "failed"
+    # the tensor-parallel workloads run on two gloo ranks, so the cross-rank rules apply
+    assert verdicts["fp8-tp-mlp"]["KL003"] == "passed"
+    assert verdicts["fp8-tp-mlp-rank1-sync"]["KL004"] == "failed"
+    assert {w["workload"]: w["ranks"] for w in data["workloads"]}["fp8-tp-mlp"] == 2
     assert data["all_as_expected"] is True
 
 

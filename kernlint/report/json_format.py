@@ -72,7 +72,7 @@ def render_audit(run) -> str:
     verdicts = []
     for v in run.verdicts:
         verdicts.append({
-            "workload": v.workload.name, "regressed": v.workload.regressed, "device": v.device,
+            "workload": v.workload.name, "regressed": v.workload.regressed, "device": v.device, "ranks": v.ranks,
             "expected": dict(v.workload.expect),
             "verdicts": {o.rule: o.status for o in v.report.outcomes} if v.report else {},
             "as_expected": v.ok, "problems": v.problems, "seconds": v.seconds,

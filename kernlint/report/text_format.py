@@ -65,21 +65,22 @@ def render_audit(run) -> Group:
     gpu = (meta.get("gpu") or {}).get("name")
     header = Text.assemble(("kernlint audit", "bold"), f"  device {run.device}" + (f" ({gpu})" if gpu else ""),
                            f", torch {meta.get('torch')}", f", {len(run.verdicts)} workload(s) in {run.seconds:.1f} s")
-    table = Table("workload", "kind", "expected", "verdict", "findings", "seconds", box=None, header_style="bold",
-                  padding=(0, 1, 0, 2))
+    table = Table("workload", "kind", "ranks", "expected", "verdict", "findings", "seconds", box=None,
+                  header_style="bold", padding=(0, 1, 0, 2))
     for v in run.verdicts:
         outcomes = {o.rule: o for o in v.report.outcomes} if v.report else {}
         expected = ", ".join(f"{r} {s}" for r, s in v.workload.expect.items())
         actual = ", ".join(f"{r} {outcomes[r].status}" for r in v.workload.expect if r in outcomes)
         n = len(v.report.findings) if v.report else 0
-        table.add_row(v.workload.name, "regressed" if v.workload.regressed else "fixed", expected,
+        table.add_row(v.workload.name, "regressed" if v.workload.regressed else "fixed", str(v.ranks), expected,
                       Text(actual or "-", style="green" if v.ok else "bold red"), str(n), f"{v.seconds:.1f}")
     parts: list = [header, table]
     for v in run.verdicts:
         for problem in v.problems:
             parts.append(Text(f"  {v.workload.name}: {problem}", style="bold red"))
         for f in (v.report.findings if v.report else [])[:4]:
-            parts.append(Text(f"  {v.workload.name}: {f.rule} {f.message}" +
+            rank = f" (rank {f.rank})" if f.rank is not None else ""
+            parts.append(Text(f"  {v.workload.name}{rank}: {f.rule} {f.message}" +
                               (f" [{f.source}]" if f.source else ""), style="dim"))
         if v.report and len(v.report.findings) > 4:
             parts.append(Text(f"  {v.workload.name}: ... {len(v.report.findings) - 4} more", style="dim"))

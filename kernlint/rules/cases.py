@@ -34,7 +34,7 @@ from typing import Literal
 import msgspec
 
 from kernlint.errors import RuleFileError
-from kernlint.rules.engine import STATUS_FAILED, STATUS_NOT_APPLICABLE, STATUS_PASSED, RuleOutcome, check_traces
+from kernlint.rules.engine import RuleOutcome, check_traces, merge_outcomes
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import find_trace_files, load_trace
 
@@ -102,7 +102,7 @@ def evaluate_case(case: Case, trace: Path, rules: list[Rule]) -> CaseResult:
     if not chosen:
         return CaseResult(case, None, [f"rule {case.rule} is not loaded"])
     reports = check_traces([load_trace(p) for p in find_trace_files([trace])], chosen)
-    outcome = _merge([o for r in reports for o in r.outcomes])
+    outcome = merge_outcomes([o for r in reports for o in r.outcomes])
     spec = case.spec
     problems = []
     if outcome.status != spec.expect:
@@ -123,22 +123,6 @@ def evaluate_case(case: Case, trace: Path, rules: list[Rule]) -> CaseResult:
             if not re.search(pattern, value):
                 problems.append(f"finding {attr} {value!r} does not match /{pattern}/")
     return CaseResult(case, outcome, problems)
-
-
-def _merge(outcomes: list[RuleOutcome]) -> RuleOutcome:
-    """One rule's outcomes over several traces (the ranks of a run) as one: failed if any failed, passed if
-    any passed, else not applicable."""
-    if len(outcomes) == 1:
-        return outcomes[0]
-    statuses = {o.status for o in outcomes}
-    status = next(s for s in (STATUS_FAILED, STATUS_PASSED, STATUS_NOT_APPLICABLE) if s in statuses)
-    first = outcomes[0]
-    levels = {o.level for o in outcomes if o.status != STATUS_NOT_APPLICABLE}
-    return RuleOutcome(first.rule, first.name, first.severity, status,
-                       level=levels.pop() if len(levels) == 1 else None,
-                       instances=sum(o.instances for o in outcomes),
-                       reason="; ".join(sorted({o.reason for o in outcomes if o.reason})) or None,
-                       findings=[f for o in outcomes for f in o.findings])
 
 
 @dataclass

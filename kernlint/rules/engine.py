@@ -126,6 +126,36 @@ def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule],
     return reports
 
 
+def merge_outcomes(outcomes: list[RuleOutcome]) -> RuleOutcome:
+    """One rule's outcomes over several traces (the ranks of a run) as one: failed if any failed, passed if
+    any passed, else not applicable."""
+    if len(outcomes) == 1:
+        return outcomes[0]
+    statuses = {o.status for o in outcomes}
+    status = next(s for s in (STATUS_FAILED, STATUS_PASSED, STATUS_NOT_APPLICABLE) if s in statuses)
+    first = outcomes[0]
+    levels = {o.level for o in outcomes if o.status != STATUS_NOT_APPLICABLE}
+    return RuleOutcome(first.rule, first.name, first.severity, status,
+                       level=levels.pop() if len(levels) == 1 else None,
+                       instances=sum(o.instances for o in outcomes),
+                       reason="; ".join(sorted({o.reason for o in outcomes if o.reason})) or None,
+                       findings=[f for o in outcomes for f in o.findings])
+
+
+def merge_reports(reports: Sequence[TraceReport]) -> TraceReport:
+    """The reports of one run's traces (its ranks, and their group) as one, rule by rule."""
+    if len(reports) == 1:
+        return reports[0]
+    by_rule: dict[str, list[RuleOutcome]] = {}
+    for report in reports:
+        for o in report.outcomes:
+            by_rule.setdefault(o.rule, []).append(o)
+    return TraceReport(trace=str(Path(reports[0].trace).parent), events=sum(r.events for r in reports),
+                       has_device_events=all(r.has_device_events for r in reports),
+                       has_stacks=all(r.has_stacks for r in reports), rank=None,
+                       outcomes=[merge_outcomes(outs) for outs in by_rule.values()])
+
+
 def exit_status(reports: Iterable[TraceReport], fail_on: str = "warning") -> int:
     """0 when no finding at or above `fail_on` severity, else 1."""
     threshold = SEVERITY_ORDER[fail_on]
