@@ -45,6 +45,7 @@ def test_each_rank_writes_its_trace_with_its_rank(fixed, tmp_path):
 def test_balanced_ranks_pass_the_cross_rank_rules(fixed):
     _, report = fixed
     (group,) = [t for t in report["traces"] if t["rank"] is None]
+    assert group["ranks"] == [0, 1]
     status = {r["rule"]: r["status"] for r in group["rules"]}
     assert status["KL003"] == "passed" and status["KL004"] == "not-applicable"
     assert report["findings"] == []

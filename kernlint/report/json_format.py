@@ -17,6 +17,7 @@
   "rules_passed": ["KL002"],
   "rules_not_applicable": ["KL003"],        # ids that applied to none of the traces
   "traces": [{"path": "...", "events": 1234, "has_device_events": true, "has_stacks": true, "rank": null,
+              "ranks": null,          # [0, 1, ...] for a group of ranks: its rules are the cross-rank ones
               "rules": [{"rule": "KL001", "status": "failed|passed|not-applicable", "level": "kernel|op|null",
                          "instances": 2, "reason": null, "note": null, "findings": 1}]}]
 }
@@ -55,7 +56,7 @@ def to_dict(result: CheckResult) -> dict:
         "rules_not_applicable": [r for r in rule_ids if result.rule_status(r) == "not-applicable"],
         "traces": [
             {"path": rep.trace, "events": rep.events, "has_device_events": rep.has_device_events,
-             "has_stacks": rep.has_stacks, "rank": rep.rank,
+             "has_stacks": rep.has_stacks, "rank": rep.rank, "ranks": rep.ranks,
              "rules": [{"rule": o.rule, "status": o.status, "level": o.level, "instances": o.instances,
                         "reason": o.reason, "note": o.note,
                         "findings": len(o.findings)} for o in rep.outcomes]}

@@ -68,6 +68,7 @@ class TraceReport:
     has_stacks: bool
     rank: int | None
     outcomes: list[RuleOutcome]
+    ranks: list[int] | None = None   # set for the report of a group of ranks (the cross-rank rules)
 
     @property
     def findings(self) -> list[Finding]:
@@ -122,7 +123,7 @@ def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule],
         reports.append(TraceReport(
             trace=f"{Path(group[0].path).parent} (ranks {', '.join(map(str, ranks))})",
             events=sum(len(t) for t in group), has_device_events=all(t.has_device_events for t in group),
-            has_stacks=all(t.has_stacks for t in group), rank=None, outcomes=outcomes))
+            has_stacks=all(t.has_stacks for t in group), rank=None, outcomes=outcomes, ranks=ranks))
     return reports
 
 
