@@ -85,3 +85,17 @@ def test_not_applicable_is_never_taken_for_passed(tmp_path):
     run = run_audit([wrong_anchor], load_rules(), "cpu", tmp_path)
     assert "expected passed, got not-applicable" in run.verdicts[0].problems[0]
     assert compare_with_expectation(wrong_anchor, run.verdicts[0].report) == run.verdicts[0].problems
+
+
+def test_a_single_rank_audit_skips_the_cross_rank_expectations(tmp_path, monkeypatch):
+    """One GPU: the tensor-parallel workload runs on one rank and KL003 cannot apply; that is no failure."""
+    import kernlint.audit as audit
+    from kernlint.workloads import BUILTIN_WORKLOADS
+
+    monkeypatch.setattr(audit, "audit_ranks", lambda device: 1)
+    run = run_audit([BUILTIN_WORKLOADS["fp8-tp-mlp"]], load_rules(), "cpu", tmp_path)
+    (verdict,) = run.verdicts
+    assert verdict.ranks == 1 and verdict.ok, verdict.problems
+    outcomes = {o.rule: o for o in verdict.report.outcomes}
+    assert outcomes["KL001"].status == "passed"
+    assert outcomes["KL003"].status == "not-applicable"
