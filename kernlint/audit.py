@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.capture.distributed import launch
-from kernlint.capture.runner import Capture, capture
+from kernlint.capture.runner import capture
 from kernlint.rules.engine import TraceReport, check_trace, check_traces, merge_reports
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import load_trace
@@ -23,7 +23,7 @@ from kernlint.workloads import BUILTIN_WORKLOADS, Workload, regressed_workloads
 class WorkloadVerdict:
     workload: Workload
     device: str
-    capture: Capture | None = None
+    traces: list[Path] = field(default_factory=list)   # one per rank
     report: TraceReport | None = None
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -102,19 +102,18 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
             if workload.distributed:
                 nproc = audit_ranks(device)
                 verdict.ranks = nproc
-                traces = launch(workload.name, nproc, device, folder, workload.name)
-                verdict.capture = Capture(trace=traces[0].parent, metadata=traces[0].parent, wall_seconds=0.0)
+                verdict.traces = launch(workload.name, nproc, device, folder, workload.name)
                 if on_step:
                     on_step("check", workload)
-                verdict.report = merge_reports(check_traces([load_trace(t) for t in traces], rules))
+                verdict.report = merge_reports(check_traces([load_trace(t) for t in verdict.traces], rules))
             else:
                 step = workload.build(device)
-                verdict.capture = capture(step, folder, workload.name, device=device,
-                                          extra={"workload": workload.name, "regressed": workload.regressed})
+                verdict.traces = [capture(step, folder, workload.name, device=device,
+                                          extra={"workload": workload.name, "regressed": workload.regressed}).trace]
                 del step
                 if on_step:
                     on_step("check", workload)
-                verdict.report = check_trace(load_trace(verdict.capture.trace), rules)
+                verdict.report = check_trace(load_trace(verdict.traces[0]), rules)
             verdict.problems = compare_with_expectation(workload, verdict.report, verdict.ranks)
             verdict.seconds = time.perf_counter() - t0
             verdicts.append(verdict)

@@ -9,9 +9,7 @@ Exit codes:
 from __future__ import annotations
 
 import io
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -20,6 +18,7 @@ from rich.console import Console
 
 from kernlint import __version__
 from kernlint.errors import KernlintError
+from kernlint.fileio import write_text_atomically
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -32,13 +31,8 @@ def _split(values: tuple[str, ...]) -> list[str]:
 
 def _write_atomically(path: Path, text: str) -> None:
     """Write the whole output or nothing: a temp file beside the target, then rename."""
-    path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        write_text_atomically(path, text)
     except OSError as exc:
         from kernlint.errors import ConfigError
         raise ConfigError(path, f"cannot write output: {exc.strerror or exc}") from None

@@ -7,7 +7,7 @@ import torch
 from torch.profiler import record_function
 
 from kernlint.rules.engine import check_trace, exit_status
-from kernlint.rules.loader import parse_rule_file
+from kernlint.rules.loader import load_rules, parse_rule_file
 from kernlint.trace.load import load_trace
 
 DOCS = """
@@ -24,6 +24,12 @@ def rule(tmp_path, body: str, rid: str = "KL901"):
     path = tmp_path / f"{rid}.toml"
     path.write_text(text)
     return parse_rule_file(path)
+
+
+def shipped(rule_id: str):
+    """A rule as shipped in rules/."""
+    (found,) = [r for r in load_rules() if r.id == rule_id]
+    return found
 
 
 def outcome(trace, r):
@@ -208,9 +214,7 @@ def _synthetic(tmp_path, launcher_name: str):
 
 
 def test_kernel_level_flags_the_fill_in_the_module(tmp_path):
-    from kernlint.rules.loader import load_rules
-
-    kl001 = [r for r in load_rules() if r.id == "KL001"][0]
+    kl001 = shipped("KL001")
     o = outcome(_synthetic(tmp_path, "cudaLaunchKernel"), kl001)
     assert o.level == "kernel" and o.status == "failed"
     (f,) = o.findings
@@ -219,9 +223,7 @@ def test_kernel_level_flags_the_fill_in_the_module(tmp_path):
 
 
 def test_anchors_replayed_from_cuda_graphs_are_not_attributed(tmp_path):
-    from kernlint.rules.loader import load_rules
-
-    kl001 = [r for r in load_rules() if r.id == "KL001"][0]
+    kl001 = shipped("KL001")
     o = outcome(_synthetic(tmp_path, "cudaGraphLaunch"), kl001)
     assert o.status == "not-applicable" and "CUDA graph" in o.reason
 
@@ -229,15 +231,13 @@ def test_anchors_replayed_from_cuda_graphs_are_not_attributed(tmp_path):
 def test_temporary_alloc_check_needs_memory_events(tmp_path):
     from torch.profiler import ProfilerActivity, profile
 
-    from kernlint.rules.loader import load_rules
-
     w = torch.empty(64, 64, dtype=torch.float8_e4m3fn)
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=False, with_stack=True) as p:
         with record_function("dummy_init"):
             w.copy_(w.to(torch.float16).uniform_(-1, 1).to(w.dtype))
     path = tmp_path / "nomem.json"
     p.export_chrome_trace(str(path))
-    kl002 = [r for r in load_rules() if r.id == "KL002"][0]
+    kl002 = shipped("KL002")
     o = outcome(path, kl002)
     assert o.status == "not-applicable" and "profile_memory" in o.reason
 
@@ -246,8 +246,6 @@ def test_compiled_region_is_coarse_and_unplaced_anchors_are_reported(tmp_path):
     """torch.compile traces: one "Torch-Compiled Region" range, no modules or frames inside. The norm
     kernel before the quant kernel must not be blamed, and an anchor with no scope is not a pass."""
     import json
-
-    from kernlint.rules.loader import load_rules
 
     events = [
         {"ph": "X", "cat": "user_annotation", "name": "Torch-Compiled Region: 0/0", "pid": 1, "tid": 1, "ts": 0,
@@ -263,7 +261,7 @@ def test_compiled_region_is_coarse_and_unplaced_anchors_are_reported(tmp_path):
     ]
     path = tmp_path / "compiled.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    kl001 = [r for r in load_rules() if r.id == "KL001"][0]
+    kl001 = shipped("KL001")
     o = outcome(path, kl001)
     assert o.status == "not-applicable" and o.findings == []
     assert "no anchor lies in any module, range, Python frame or op" in o.reason
@@ -271,8 +269,6 @@ def test_compiled_region_is_coarse_and_unplaced_anchors_are_reported(tmp_path):
 
 def test_partly_unplaced_anchors_are_named_in_the_note(tmp_path):
     import json
-
-    from kernlint.rules.loader import load_rules
 
     events = [
         {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 5, "dur": 2,
@@ -292,7 +288,7 @@ def test_partly_unplaced_anchors_are_named_in_the_note(tmp_path):
     ]
     path = tmp_path / "partly.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    kl001 = [r for r in load_rules() if r.id == "KL001"][0]
+    kl001 = shipped("KL001")
     o = outcome(path, kl001)
     assert o.status == "passed" and o.instances == 2
     assert o.note.startswith("1 of 2 anchor(s) have no enclosing")

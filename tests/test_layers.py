@@ -8,7 +8,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "kernlint"
 FORBIDDEN = {
-    "reference": {"workloads", "capture", "trace", "rules", "report", "cli", "errors"},
+    "reference": {"workloads", "capture", "trace", "rules", "report", "cli", "errors", "fileio"},
     "workloads": {"trace", "rules", "report", "cli"},
     "capture": {"rules", "report", "cli"},
     "trace": {"rules", "report", "cli", "capture", "workloads"},
@@ -33,6 +33,11 @@ def test_layer_imports_only_downward(layer):
     for file in (PKG / layer).rglob("*.py"):
         bad = _imports(file) & FORBIDDEN[layer]
         assert not bad, f"{file.relative_to(PKG.parent)} imports {sorted(bad)}"
+
+
+def test_bottom_modules_import_nothing_of_kernlint():
+    for name in ("errors.py", "fileio.py"):
+        assert not _imports(PKG / name), name
 
 
 def test_audit_service_and_rank_worker_sit_below_report_and_cli():

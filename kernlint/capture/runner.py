@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any, Callable
 
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.capture.profiler import record_trace
+from kernlint.fileio import write_text_atomically
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,5 @@ def capture(step: Callable[[], object], out_dir: str | os.PathLike, run_name: st
     meta = collect_run_metadata(device)
     meta.update({"run": run_name, "trace": trace_path.name, "capture_seconds": wall, **(extra or {})})
     meta_path = run_dir / f"{worker}.{stamp}.run.json"
-    fd, tmp = tempfile.mkstemp(prefix=".run.", suffix=".json", dir=run_dir)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(meta, fh, indent=2, default=str)
-    os.replace(tmp, meta_path)
+    write_text_atomically(meta_path, json.dumps(meta, indent=2, default=str))
     return Capture(trace=trace_path, metadata=meta_path, wall_seconds=wall)

@@ -77,7 +77,7 @@ def render_audit(run) -> str:
             "expected": dict(v.workload.expect),
             "verdicts": {o.rule: o.status for o in v.report.outcomes} if v.report else {},
             "as_expected": v.ok, "problems": v.problems, "seconds": v.seconds,
-            "trace": str(v.capture.trace) if v.capture and run.out_dir else None,
+            "traces": [str(t) for t in v.traces] if run.out_dir else [],
             "findings": [dataclasses.asdict(f) for f in (v.report.findings if v.report else [])],
         })
     return json.dumps({"schema_version": SCHEMA_VERSION, "device": run.device, "seconds": run.seconds,

@@ -233,6 +233,21 @@ def _outermost(index: ScopeIndex, rows: Sequence[int]) -> list[int]:
     return out
 
 
+def _keep_outermost_ops(index: ScopeIndex, rows: list[int]) -> list[int]:
+    """Non-op rows as they are; of the ops, only those with no other listed op above them."""
+    ops = [r for r in rows if index.kind[r] == "op"]
+    if not ops:
+        return rows
+    keep = set(_outermost(index, ops))
+    return [r for r in rows if index.kind[r] != "op" or r in keep]
+
+
+def _inside_any(index: ScopeIndex, scopes: Sequence[Scope], rows: Iterable[int]) -> list[int]:
+    """Those rows issued (launch_ts) from inside one of `scopes`, on the scope's thread."""
+    key = index.launch_ts
+    return [r for r in rows if any(s.thread == index.thread[r] and s.holds(key[r]) for s in scopes)]
+
+
 def _category_ok(category: str, allowed: Sequence[str]) -> bool:
     return "*" in allowed or category in allowed
 
@@ -313,9 +328,7 @@ def _forbid_before_anchor(rule: Rule, table: EventTable, index: ScopeIndex) -> R
     if rule.spec.scope.is_named:
         named = index.named_scopes(rule.spec.scope.annotations, rule.spec.scope.modules,
                                    rule.spec.scope.frames, rule.spec.scope.ops)
-        key = index.launch_ts
-        anchors = np.array([a for a in anchors.tolist()
-                            if any(s.thread == index.thread[a] and s.holds(key[a]) for s in named)], dtype=np.int64)
+        anchors = np.array(_inside_any(index, named, anchors.tolist()), dtype=np.int64)
         if not len(anchors):
             return _na(rule, "no anchor lies inside the rule's [scope]")
     note = None
@@ -370,25 +383,20 @@ def _forbid_before_anchor(rule: Rule, table: EventTable, index: ScopeIndex) -> R
     return outcome
 
 
-def _scope_rows(index: ScopeIndex, scope: Scope, rule_filter: _EventFilter, level_ops: bool) -> list[int]:
-    f = index.frame
+def _scope_rows(index: ScopeIndex, scope: Scope, rule_filter: _EventFilter) -> list[int]:
     kinds = index.kind
     device = index.device_events_between(scope.thread, scope.ts, scope.end).tolist()
     host_rows = np.flatnonzero(np.isin(kinds, ["runtime", "op", "annotation", "module", "python"]))
     host_rows = index.rows_in_scope(scope, host_rows, key="ts").tolist()
-    rows = [r for r in device + host_rows if r != scope.row and rule_filter(index, r)]
-    ops = [r for r in rows if kinds[r] == "op"]
-    if ops and level_ops:
-        keep = set(_outermost(index, ops))
-        rows = [r for r in rows if kinds[r] != "op" or r in keep]
-    return sorted(rows, key=lambda r: f.at[r, "launch_ts"])
+    rows = _keep_outermost_ops(index, [r for r in device + host_rows if r != scope.row and rule_filter(index, r)])
+    return sorted(rows, key=lambda r: index.launch_ts[r])
 
 
 def _forbid_in_scope(rule: Rule, table: EventTable, index: ScopeIndex, scopes: list[Scope]) -> RuleOutcome:
     flt = _EventFilter(rule)
     findings = []
     for scope in scopes:
-        for r in _scope_rows(index, scope, flt, level_ops=True):
+        for r in _scope_rows(index, scope, flt):
             event = str(index.frame.at[r, "short_name"])
             findings.append(_finding(rule, index, r, scope, f"{event} in {scope.label}", None))
     return _done(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))
@@ -399,7 +407,7 @@ def _max_count(rule: Rule, table: EventTable, index: ScopeIndex, scopes: list[Sc
     limit = rule.spec.check.max
     findings = []
     for scope in scopes:
-        rows = _scope_rows(index, scope, flt, level_ops=True)
+        rows = _scope_rows(index, scope, flt)
         if len(rows) > limit:
             first_over = rows[limit]
             f = _finding(rule, index, first_over, scope,
@@ -466,13 +474,8 @@ def _rank_events(rule: Rule, index: ScopeIndex, level: str) -> list[int]:
     if rule.spec.scope.is_named:
         scopes = index.named_scopes(rule.spec.scope.annotations, rule.spec.scope.modules,
                                     rule.spec.scope.frames, rule.spec.scope.ops)
-        key = index.launch_ts
-        rows = [r for r in rows if any(s.thread == index.thread[r] and s.holds(key[r]) for s in scopes)]
-    ops = [r for r in rows if kinds[r] == "op"]
-    if ops:
-        keep = set(_outermost(index, ops))
-        rows = [r for r in rows if kinds[r] != "op" or r in keep]
-    return sorted(rows, key=lambda r: index.launch_ts[r])
+        rows = _inside_any(index, scopes, rows)
+    return sorted(_keep_outermost_ops(index, rows), key=lambda r: index.launch_ts[r])
 
 
 def _rank_divergence(rule: Rule, group: list[EventTable], indexes: list[ScopeIndex]) -> RuleOutcome:

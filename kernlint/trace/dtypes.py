@@ -54,13 +54,7 @@ INPUT_TYPE_NAMES: dict[str, str] = {
     "long int": "int64",
 }
 
-FP8_DTYPES = frozenset({"float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"})
 
-ITEMSIZE: dict[str, int] = {
-    "uint8": 1, "int8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1,
-    "float8_e5m2fnuz": 1, "int16": 2, "float16": 2, "bfloat16": 2, "int32": 4, "float32": 4,
-    "int64": 8, "float64": 8, "complex64": 8, "complex128": 16,
-}
 
 
 def dtype_from_code(value: str | int | None) -> str | None:

@@ -98,7 +98,3 @@ def load_trace(path: str | Path) -> EventTable:
     table = build_event_table(raw, path)
     add_scope_column(table)
     return table
-
-
-def load_traces(paths: Iterable[str | Path]) -> list[EventTable]:
-    return [load_trace(p) for p in find_trace_files(paths)]

@@ -290,10 +290,11 @@ class ScopeIndex:
         return out
 
     def rows_in_scope(self, scope: Scope, rows: np.ndarray, key: str = "launch_ts") -> np.ndarray:
-        """Those of `rows` that were issued from the scope's thread inside its interval."""
+        """Those of `rows` that started (key="ts") or were issued (key="launch_ts") from the scope's thread
+        inside its interval."""
         if not len(rows):
             return rows
-        times = self.frame[key].to_numpy()[rows]
+        times = (self.ts if key == "ts" else self.launch_ts)[rows]
         keep = (self.thread[rows] == scope.thread) & (times >= scope.ts) & (times < scope.end)
         return rows[keep]
 
