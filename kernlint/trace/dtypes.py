@@ -57,6 +57,19 @@ INPUT_TYPE_NAMES: dict[str, str] = {
 
 
 
+# c10::DeviceType enum values (c10/core/DeviceType.h), by torch.device type name, read from torch 2.13
+# (torch.autograd.DeviceType). `[memory]` events carry one as `Device Type`: 1 on a CUDA build, 6 on a ROCm
+# build (HIP), 0 for host memory. tests/test_dtypes.py checks the table against the installed torch.
+DEVICE_TYPE_CODES: dict[int, str] = {
+    0: "cpu", 1: "cuda", 2: "mkldnn", 3: "opengl", 4: "opencl", 5: "ideep", 6: "hip", 7: "fpga", 8: "maia",
+    9: "xla", 10: "vulkan", 11: "metal", 12: "xpu", 13: "mps", 14: "meta", 15: "hpu", 16: "ve", 17: "lazy",
+    18: "ipu", 19: "mtia", 20: "privateuseone",
+}
+# Device types whose memory is host memory: an allocation there has no device index.
+HOST_DEVICE_TYPES: frozenset[str] = frozenset({"cpu"})
+HOST_DEVICE_TYPE_CODES: frozenset[int] = frozenset(c for c, n in DEVICE_TYPE_CODES.items() if n in HOST_DEVICE_TYPES)
+
+
 def dtype_from_code(value: str | int | None) -> str | None:
     """ScalarType code (as the string `Concrete Inputs` holds) to a dtype name; None if not a code."""
     if value is None or value == "":

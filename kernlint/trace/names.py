@@ -2,98 +2,188 @@
 
 Device-side categories (kernels, memcpy, memset) and host-side categories (runtime calls, aten ops) come
 from ordered tables of regular expressions; the first match wins. The tables are data so that a new
-kernel family is one line, and tests/test_names.py runs them on real names recorded on the H200.
+kernel family is one line. tests/test_names.py runs them on real names recorded on the H200 and read from
+vLLM, SGLang, DeepGEMM, TensorRT-LLM and cuBLAS; tests/test_categories_real.py on traces other projects
+recorded (fixtures/external: A100, V100, MI250, 2021 kineto, an fbgemm recommender). Names are classified
+once per distinct name (lru_cache), and no pattern backtracks badly on a long name.
+
+Also here: the device events whose launching call blocks the host (SYNCING_DEVICE_EVENTS), and the named
+patterns that rule files reference as `@name` (NAMED_PATTERNS).
 """
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 
-# Categories a device event can have.
+# Categories a device event can have. "gemm" holds matrix products and convolutions (aten's conv ops are gemm
+# too); "reduce" holds reductions, norms, softmax, pooling, scans, sorts and top-k (as the op table does);
+# "embedding" holds embedding lookups and their backward and optimizer kernels (fbgemm_gpu's split_embedding*,
+# torch's embedding_bag), which gather rows and are neither GEMMs nor plain copies.
 DEVICE_CATEGORIES = (
-    "fill", "copy", "cast", "elementwise", "reduce", "gemm", "quant", "rng",
+    "fill", "copy", "cast", "elementwise", "reduce", "gemm", "quant", "rng", "embedding",
     "memcpy_htod", "memcpy_dtoh", "memcpy_dtod", "memcpy_other", "memset", "triton", "comm", "other",
 )
 # Categories a host-side event (runtime/driver call, aten op) can have.
 HOST_CATEGORIES = (
     "sync", "launch", "memcpy_call", "alloc_call", "runtime_other",
-    "fill", "copy", "cast", "elementwise", "reduce", "gemm", "quant", "rng", "sync_op", "comm",
+    "fill", "copy", "cast", "elementwise", "reduce", "gemm", "quant", "rng", "embedding", "sync_op", "comm",
     "alloc", "view", "other",
 )
 
-# Ordered: the first pattern that matches the full kernel name decides. Names here are real ones seen
-# in torch 2.11 / H200 traces (see fixtures/traces/gpu) and TensorRT-LLM's, vLLM's and cuBLAS's kernels.
+# Ordered: the first pattern that matches the full kernel name decides. Names here are real ones seen in
+# torch 2.11 / H200 traces (fixtures/traces/gpu*), in the traces other projects recorded (fixtures/external: A100,
+# V100, MI250, 2021 kineto, an fbgemm recommender) and in TensorRT-LLM's, vLLM's, SGLang's, DeepGEMM's and cuBLAS's
+# kernels. Every pattern is tried only where an identifier token starts: at the start of the name or after a
+# non-letter (`_`, a digit, `:`, `<`, a space). So `gemm` matches `sgemm` (through its BLAS prefix),
+# `s1688gemm`, `gemmSN_TN_kernel`, `cutlass::gemm::` and `xmma_gemm`, but not the letters inside `fbgemm_gpu`.
+# Patterns hold no unbounded wildcard (`.*`), so a name of any length classifies in linear time.
 KERNEL_CATEGORY_TABLE: tuple[tuple[str, str], ...] = (
     (r"^Memcpy HtoD", "memcpy_htod"),
     (r"^Memcpy DtoH", "memcpy_dtoh"),
     (r"^Memcpy DtoD", "memcpy_dtod"),
     (r"^Memcpy", "memcpy_other"),
     (r"^Memset", "memset"),
-    (r"FillFunctor|fill_kernel|\bzero_kernel", "fill"),
-    (r"nccl|all_?reduce|all_?gather|reduce_?scatter|cross_device|one_shot_|two_shot_", "comm"),
-    (r"scale_1x128|per_token_group_quant|block_?quant|quant_?kernel|fp8_quant|_quant_|quantize", "quant"),
-    (r"float8_copy|to_fp8|fp8_convert|dequant", "cast"),
-    (r"direct_copy_kernel|copy_kernel|CopyFunctor|copy_device_to_device|cat_batched|CatArrayBatched"
-     r"|index_copy|unrolled_elementwise_kernel.*copy", "copy"),
-    (r"nvjet|gemm|gemv|cutlass|xmma|sm\d+_.*mma|cublas|cublasLt|matmul|_mm_kernel|wgmma|splitKreduce", "gemm"),
-    (r"distribution_elementwise|uniform|normal_|philox|curand|randperm|bernoulli|random_", "rng"),
-    (r"reduce_kernel|Reduce|reduction|softmax|layer_norm|rms_?norm|norm_kernel|argmax|topk|cumsum|scan",
-     "reduce"),
-    (r"elementwise_kernel|Functor|pointwise|_elementwise|silu|gelu|act_and_mul", "elementwise"),
+    # torch's FillFunctor, masked_fill, zero_.
+    (r"FillFunctor|fill_kernel|zero_kernel", "fill"),
+    # NCCL / RCCL, NVSHMEM, vLLM's and TensorRT-LLM's custom all-reduce.
+    (r"nccl|rccl|nvshmem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device|one_shot_|two_shot_",
+     "comm"),
+    # Rotary position embedding is elementwise, not an embedding lookup.
+    (r"rotary|m?rope(?![A-Za-z])", "elementwise"),
+    # fbgemm_gpu: split_embedding_* (forward, backward, optimizer), bounds_check_indices, permute_pooled_embs,
+    # its embedding cache; torch: embedding_bag, embedding_backward (a plain nn.Embedding forward is index_select).
+    (r"[Ee]mbedding|bounds_check_indices|pooled_embs|lxu_cache|linearize_cache_indices", "embedding"),
+    # Quantization with scales: 1x128 activation and 128x128 weight blocks (TensorRT-LLM scale_1x128_kernel,
+    # vLLM / SGLang per_token_group_quant_*, DeepGEMM per_token_cast_to_fp8), per-tensor / per-token FP8 quant,
+    # fbgemm's FP8 rowwise and HFP8 quantize kernels.
+    (r"scale_1x128|scale_128x128|cast_to_fp8|quantize|quant(?![A-Za-z])|blockquant|qparam|to_hfp8", "quant"),
+    # Conversions: torch's float8 / bfloat16 / half copy kernels, dequantization.
+    (r"float8_copy|bfloat16_copy|float16_copy|to_fp8|fp8_convert|dequant|hfp8_to_float|FP8rowwise_to_float"
+     r"|fp8_to_float", "cast"),
+    # Copies, concatenation, indexing, gather / scatter, layout changes (cuDNN's nchw <-> nhwc), fbgemm's sparse
+    # permutes, repeat_interleave (compute_cuda_kernel).
+    (r"direct_copy_kernel|copy_kernel|[A-Za-z]*CopyFunctor|copy_device_to_device|cat_batched|CatArrayBatched"
+     r"|index_copy|index_kernel|index_put|indexSelect|index_select|indexFunc|linearize_index|gather(?!TopK)"
+     r"|scatter|nchwToNhwc|nhwcToNchw|permute_2D|permute_1D|permute_indices|compute_cuda_kernel(?![A-Za-z])",
+     "copy"),
+    # GEMM, GEMV and convolution: cuBLAS / cuBLASLt (sgemm, h884gemm, s1688gemm, gemv2T, nvjet, xmma,
+    # splitKreduce), CUTLASS, DeepGEMM, Triton matmuls, ROCm Tensile / hipBLASLt (Cijk_...) and rocBLAS, cuDNN
+    # convolutions (scudnn, winograd, implicit_convolve_sgemm, fft2d, wgrad / dgrad engines, im2col).
+    (r"(?:[sdhczi]|gc)?gemm|gemv|nvjet|cutlass|xmma|wgmma|cublas|matmul|b?mm_kernel|splitKreduce|Cijk_|rocblas"
+     r"|hipblaslt|scudnn|[Ww]inograd|convolve|fft2d_|wgrad|dgrad|im2col|cask_cudnn|conv2d|conv_depthwise", "gemm"),
+    (r"distribution_elementwise|uniform|normal_|philox|curand|randperm|bernoulli|random_|dropout", "rng"),
+    # Reductions, norms (layer / RMS / batch norm, cuDNN's bn_fw / bn_bw), softmax, pooling, NLL loss, and cub's
+    # scans, sorts, selections and reduce-by-key (DeviceScan*, DeviceRadixSort*, DeviceReduceByKey...) with
+    # torch's helpers of sort and nonzero (fill_reverse_indices_kernel, fill_index_and_segment_kernel,
+    # write_indices).
+    (r"reduce_kernel|Reduce|reduction|softmax|SoftMax|[Ll]ayer_?[Nn]orm|rms_?norm|RMSNorm|norm_kernel|GammaBeta"
+     r"|RowwiseMoments|bn_fw|bn_bw|batch_norm|BatchNorm|argmax|argmin|topk|TopK|gatherTopK|cumsum|cumprod|scan"
+     r"|Device(?:Segmented)?(?:Reduce|Scan|RadixSort|MergeSort|Sort|Select|Compact|Rle|Histogram)"
+     r"|(?:bitonic|radix|merge)?[Ss]ort|fill_reverse_indices|fill_index_and_segment|write_indices"
+     r"|max_pool|avg_pool|average_pool|MaxPool|AvgPool|ClassNLLCriterion|nll_loss", "reduce"),
+    (r"elementwise|[A-Za-z]*Functor|pointwise|silu|gelu|act_and_mul|multi_tensor_apply|scalePackedTensor"
+     r"|offsets_range", "elementwise"),
 )
 
-# Host-side runtime and driver calls.
+# Host-side runtime and driver calls (CUDA runtime `cuda*`, driver `cu*`, HIP `hip*`). An optional `_v2` /
+# `_ptsz` / `_ptds` suffix (driver-API variants) is part of the name.
+_API_SUFFIX = r"(?:_v\d+|_ptsz|_ptds)?$"
 RUNTIME_CATEGORY_TABLE: tuple[tuple[str, str], ...] = (
-    (r"Synchronize$|^cudaStreamWaitEvent$|^cuStreamSynchronize|^cuCtxSynchronize", "sync"),
-    (r"^cudaMemcpy$|^cuMemcpyDtoH|^cuMemcpyHtoD|^cudaMemcpy2D$|^cudaMemcpyFromSymbol$", "sync"),
-    (r"LaunchKernel|^cudaLaunchCooperativeKernel|^cudaGraphLaunch|^cuGraphLaunch|^cudaLaunch", "launch"),
-    (r"Memcpy|Memset", "memcpy_call"),
-    (r"Malloc|Free|MemPool|cuMemCreate|cuMemMap|cuMemAddressReserve", "alloc_call"),
+    # Calls that block the host until a stream, an event, a context or the device is done. A stream waiting
+    # on an event (cudaStreamWaitEvent) is a wait on the device, not on the host: it is runtime_other.
+    (r"^(?:cuda|hip|cu)(?:Stream|Device|Event|Ctx|Thread)?Synchronize" + _API_SUFFIX, "sync"),
+    # Synchronous copies return when the copy is done. hipMemcpyWithStream is PyTorch's blocking copy on ROCm
+    # (where CUDA builds call cudaMemcpyAsync + cudaStreamSynchronize).
+    (r"^(?:cuda|hip)Memcpy(?:2D|3D|Peer|ToSymbol|FromSymbol|DtoH|HtoD|WithStream)?" + _API_SUFFIX, "sync"),
+    (r"^cuMemcpy(?:DtoH|HtoD|2D|3D|Peer)?" + _API_SUFFIX, "sync"),
+    (r"^(?:cuda|hip|cu)\w*Launch", "launch"),
+    (r"Memcpy|Memset|MemPrefetch", "memcpy_call"),
+    (r"Malloc|Alloc|Free|MemPool|cuMemCreate|cuMemMap|cuMemUnmap|cuMemRelease|cuMemAddressReserve|HostRegister"
+     r"|HostUnregister", "alloc_call"),
     (r".", "runtime_other"),
+)
+
+# Device events whose launching call blocks the host, whatever the call's name: a device-to-host copy into
+# pageable memory returns only when the copy is done (CUDA "API synchronization behavior"), so the
+# cudaMemcpyAsync / hipMemcpyAsync that issued it is a sync. `.item()` on torch 2.0 shows this way. Into pinned
+# memory the copy is asynchronous; the cudaStreamSynchronize that follows is the sync. The 2021 kineto trace in
+# fixtures/external names memcpys the same way (`Memcpy HtoD (Pageable -> Device)`); ROCm traces write `Host`
+# (`Memcpy HtoD (Host -> Device)`), which does not say pageable, so those are left alone.
+SYNCING_DEVICE_EVENTS: tuple[str, ...] = (
+    r"^Memcpy DtoH \(Device -> Pageable\)",
+)
+
+# Ops by namespace, before their base name is looked at: every c10d op is a collective (c10d::scatter_ is not
+# aten::scatter_).
+OP_NAMESPACE_TABLE: tuple[tuple[str, str], ...] = (
+    (r"^(?:c10d|_c10d_functional|c10d_functional)::", "comm"),
 )
 
 # aten / user ops, by name without the namespace. Ops in "alloc" and "view" do no device work.
 OP_CATEGORY_TABLE: tuple[tuple[str, str], ...] = (
     (r"^(fill_|zero_|ones|zeros|full|new_ones|new_zeros|new_full|ones_like|zeros_like|full_like"
-     r"|masked_fill_?|index_fill_?)$", "fill"),
+     r"|masked_fill_?|index_fill_?|scalar_tensor)$", "fill"),
     (r"^(_to_copy|_to_dtype|to_dtype|type_as)$", "cast"),
-    (r"^(copy_|clone|contiguous|repeat|repeat_interleave|cat|stack|index_copy_?|index_put_?|_index_put_impl_"
-     r"|scatter_?|gather|index_select|flip|roll|tile|_copy_from|_copy_from_and_resize)$", "copy"),
+    # Dequantization (aten::dequantize, fbgemm's FP8RowwiseQuantizedToFloat / HFP8QuantizedToFloat).
+    (r"(?<![A-Za-z])dequant|QuantizedToFloat", "cast"),
+    (r"(?<![A-Za-z])(?:rotary|m?rope(?![A-Za-z]))", "elementwise"),
+    (r"(?<![A-Za-z])(?:[Ee]mbedding|bounds_check_indices|pooled_embs)", "embedding"),
+    (r"^(copy_|clone|contiguous|repeat|repeat_interleave|cat|_cat|stack|index|index_copy_?|index_put_?"
+     r"|_index_put_impl_|scatter_?|gather|index_select|flip|roll|tile|take|take_along_dim|_copy_from"
+     r"|_copy_from_and_resize|\w+_copy|constant_pad_nd|flatten_dense_tensors|permute_\w+)$", "copy"),
     (r"^(empty|empty_strided|empty_like|new_empty|new_empty_strided|resize_|resize_as_|set_|record_stream"
      r"|_empty_affine_quantized|empty_permuted)$", "alloc"),
     (r"^(view|view_as|reshape|_reshape_alias|as_strided|as_strided_|t|transpose|permute|unsqueeze|squeeze"
-     r"|expand|expand_as|select|slice|narrow|detach|detach_|alias|unflatten|flatten|split|split_with_sizes"
-     r"|chunk|unbind|lift_fresh|_unsafe_view|numpy_T|mT|movedim|unfold|resolve_conj|resolve_neg|to|size"
-     r"|stride|dim|is_contiguous|_nested_tensor_from_mask_left_aligned|item_size|requires_grad_|result_type"
-     r"|_has_compatible_shallow_copy_type|diagonal|real|imag|view_as_real|view_as_complex|lift|_unsafe_index)$",
-     "view"),
+     r"|unsqueeze_|squeeze_|expand|expand_as|select|slice|narrow|detach|detach_|alias|unflatten|flatten|split"
+     r"|split_with_sizes|chunk|unbind|lift_fresh|_unsafe_view|numpy_T|mT|movedim|unfold|resolve_conj|resolve_neg"
+     r"|conj|_conj|to|size|stride|dim|is_contiguous|_nested_tensor_from_mask_left_aligned|item_size|requires_grad_"
+     r"|result_type|_has_compatible_shallow_copy_type|diagonal|real|imag|view_as_real|view_as_complex|lift"
+     r"|_unsafe_index|broadcast_tensors|unflatten_dense_tensors)$", "view"),
+    # Quantizing ops (vLLM's _C::per_token_group_fp8_quant, scaled_fp8_quant, fused norm + quant ops, sgl_kernel's
+    # sgl_per_token_group_quant_8bit, fbgemm's FloatToFP8RowwiseQuantized, kernlint's scale_1x128 range).
+    (r"(?<![A-Za-z])(?:quant|scale_1x128)|Quantized", "quant"),
     (r"^(uniform_|normal_|rand|randn|randint|random_|bernoulli_?|multinomial|randperm|exponential_"
-     r"|randn_like|rand_like)$", "rng"),
-    (r"^(mm|matmul|addmm|bmm|baddbmm|linear|_scaled_mm|scaled_mm|_scaled_grouped_mm|einsum|mv|dot|addmv"
-     r"|_int_mm|conv\w*|cudnn_\w+)$", "gemm"),
-    (r"^(_local_scalar_dense|item|nonzero|is_nonzero|equal|nonzero_static|tolist|_assert_async|unique\w*"
-     r"|masked_select|allclose)$", "sync_op"),
-    (r"^(sum|mean|amax|amin|max|min|norm|linalg_vector_norm|std|var|prod|softmax|_softmax|log_softmax"
-     r"|_log_softmax|argmax|argmin|topk|sort|cumsum|cumprod|logsumexp|any|all|layer_norm|native_layer_norm"
-     r"|rms_norm|_fused_rms_norm|group_norm|batch_norm|native_batch_norm|aminmax|_aminmax)$", "reduce"),
-    (r"^(all_reduce|allreduce_|all_gather\w*|reduce_scatter\w*|broadcast_?|_allgather_base_|barrier)$", "comm"),
-    (r"quant|scale_1x128", "quant"),
+     r"|randn_like|rand_like|dropout|native_dropout|_fused_dropout|feature_dropout|alpha_dropout)$", "rng"),
+    (r"^(mm|matmul|addmm|_addmm_activation|bmm|baddbmm|addbmm|linear|_scaled_mm|scaled_mm|_scaled_grouped_mm"
+     r"|einsum|mv|dot|vdot|addmv|_int_mm|tensordot|chain_matmul|_?convolution\w*|conv\dd|conv_\w+"
+     r"|cudnn_convolution\w*|miopen_\w*convolution\w*|mkldnn_convolution\w*|_?slow_conv\w*|thnn_conv\w*)$",
+     "gemm"),
+    # Ops that read device values on the host: item / _local_scalar_dense (also under is_nonzero, equal,
+    # allclose), and ops whose output size depends on the data (nonzero, unique, masked_select).
+    # nonzero_static exists not to sync; _assert_async asserts on the device; Tensor.tolist records no op.
+    (r"^(_local_scalar_dense|item|nonzero|is_nonzero|equal|allclose|unique|_unique|_unique2|unique_consecutive"
+     r"|unique_dim|unique_dim_consecutive|masked_select|_linalg_check_errors)$", "sync_op"),
+    (r"^(sum|mean|amax|amin|max|min|norm|linalg_vector_norm|linalg_norm|std|var|std_mean|var_mean|prod|softmax"
+     r"|_softmax|log_softmax|_log_softmax|_softmax_backward_data|_log_softmax_backward_data|argmax|argmin|topk"
+     r"|sort|argsort|cumsum|cumprod|logsumexp|any|all|aminmax|_aminmax|\w*layer_norm\w*|\w*group_norm\w*"
+     r"|\w*batch_norm\w*|\w*rms_norm|\w*cumsum|\w*pool\dd\w*|nll_loss\w*)$", "reduce"),
+    (r"^(all_reduce|allreduce_?|allreduce_coalesced_?|all_gather\w*|allgather\w*|_allgather_base_"
+     r"|reduce_scatter\w*|_reduce_scatter_base_|alltoall\w*|all_to_all\w*|broadcast_?|barrier|monitored_barrier"
+     r"|send|recv_?|recv_any_source_|record_param_comms|wait_tensor|All2All\w*)$", "comm"),
 )
 
 _MEMCPY_SHORT = re.compile(r"^(Memcpy|Memset) (\w+)")
-_FUNCTOR = re.compile(r"(\w*Functor\w*)(<[^<>]*(?:<[^<>]*>[^<>]*)*>)?")
+# Each starts only where a word starts ((?<!\w)), so a long run of word characters is scanned once, not once
+# per character: a 40,000-character name still shortens in linear time.
+_FUNCTOR = re.compile(r"(?<!\w)(\w*Functor\w*)(<[^<>]*(?:<[^<>]*>[^<>]*)*>)?")
 _NAMESPACE_QUALIFIER = re.compile(r"(?:\b[A-Za-z_]\w*|\(anonymous namespace\))::")
 # The host function a templated TensorIterator kernel was instantiated from (direct_copy_kernel_cuda, ...).
-_HOST_FUNCTION = re.compile(r"(\w+)(?:<[^<>()]*>)?\(at::TensorIteratorBase")
+_HOST_FUNCTION = re.compile(r"(?<!\w)(\w+)(?:<[^<>()]*>)?\(at::TensorIteratorBase")
+
+# Where a kernel pattern may start: the start of an identifier token (not right after a letter).
+_TOKEN_START = r"(?<![A-Za-z])"
 
 
-def _compile(table: tuple[tuple[str, str], ...]) -> tuple[tuple[re.Pattern[str], str], ...]:
-    return tuple((re.compile(pattern), category) for pattern, category in table)
+def _compile(table: tuple[tuple[str, str], ...], prefix: str = "") -> tuple[tuple[re.Pattern[str], str], ...]:
+    return tuple((re.compile(f"{prefix}(?:{pattern})" if prefix else pattern), category)
+                 for pattern, category in table)
 
 
-_KERNEL_TABLE = _compile(KERNEL_CATEGORY_TABLE)
+_KERNEL_TABLE = _compile(KERNEL_CATEGORY_TABLE, _TOKEN_START)
 _RUNTIME_TABLE = _compile(RUNTIME_CATEGORY_TABLE)
+_OP_NAMESPACE_TABLE = _compile(OP_NAMESPACE_TABLE)
 _OP_TABLE = _compile(OP_CATEGORY_TABLE)
+_SYNCING_DEVICE_EVENT = re.compile("|".join(f"(?:{p})" for p in SYNCING_DEVICE_EVENTS))
 
 
 def _first_match(table, name: str, default: str) -> str:
@@ -117,9 +207,29 @@ def classify_runtime(name: str) -> str:
 
 @lru_cache(maxsize=16384)
 def classify_op(name: str) -> str:
-    """Category of an op (aten::fill_ -> fill). The namespace is ignored."""
+    """Category of an op (aten::fill_ -> fill): by namespace (c10d:: -> comm), else by the name without it."""
+    category = _first_match(_OP_NAMESPACE_TABLE, name, "")
+    if category:
+        return category
     base = name.rsplit("::", 1)[-1]
     return _first_match(_OP_TABLE, base, "elementwise" if name.startswith("aten::") else "other")
+
+
+@lru_cache(maxsize=4096)
+def makes_launcher_sync(device_event_name: str) -> bool:
+    """Whether the call that launched this device event blocks the host (SYNCING_DEVICE_EVENTS)."""
+    return _SYNCING_DEVICE_EVENT.search(device_event_name) is not None
+
+
+# Calls through which Triton launches its kernels (the CUDA driver; HIP's module API on ROCm): a kernel no
+# table line knows, launched by one of them, is a Triton kernel.
+TRITON_LAUNCH = re.compile(r"^(?:cuLaunchKernel|hipModuleLaunchKernel)")
+# Ops whose copy kernels change the dtype: a copy launched under one of them is a cast.
+CASTING_OPS: frozenset[str] = frozenset({"aten::_to_copy", "aten::to"})
+
+
+def is_triton_launch(runtime_name: str) -> bool:
+    return TRITON_LAUNCH.match(runtime_name) is not None
 
 
 def _strip_parameter_list(name: str) -> str:
@@ -192,3 +302,79 @@ LIBRARY_FRAME = re.compile(
 
 def is_library_frame(frame_name: str) -> bool:
     return bool(LIBRARY_FRAME.search(frame_name))
+
+
+# Runtime calls that replay a whole captured CUDA graph: the kernels they run have no launch of their own.
+GRAPH_LAUNCH = re.compile(r"^(cuda|hip|cu)GraphLaunch")
+
+
+def is_graph_launch(runtime_name: str) -> bool:
+    return bool(GRAPH_LAUNCH.match(runtime_name))
+
+
+# Stream capture: launches between these calls on one thread are recorded into a CUDA graph, not run, so
+# they have no device event of their own.
+GRAPH_CAPTURE_BEGIN = re.compile(r"^(cuda|hip)StreamBeginCapture|^cuStreamBeginCapture")
+GRAPH_CAPTURE_END = re.compile(r"^(cuda|hip)StreamEndCapture|^cuStreamEndCapture")
+
+# Python frames of the profiler itself (its start and stop synchronize the device): what runs under them is
+# the profiler's work, not the profiled program's.
+PROFILER_FRAME = re.compile(r"(^|/)torch/(profiler/|autograd/profiler\.py|autograd/profiler_util\.py)")
+
+
+def is_profiler_frame(frame_name: str) -> bool:
+    return bool(PROFILER_FRAME.search(frame_name))
+
+
+# Named patterns that rule files reference as `@name` (the rule loader expands them); each is searched with
+# re.search. The names in the comments were read from the projects' sources (see tests/test_names.py).
+NAMED_PATTERNS: dict[str, str] = {
+    # Kernels of 1x128 per-token-group activation quantization:
+    #   TensorRT-LLM  tensorrt_llm::kernels::fp8_blockscale_gemm::scale_1x128_kernel<...> (+ scale_1x128_reshape_kernel)
+    #   kernlint      scale_1x128_kernel (Triton)
+    #   vLLM          _per_token_group_quant_fp8, _per_token_group_quant_fp8_colmajor (Triton),
+    #                 per_token_group_quant_8bit_kernel<...>, per_token_group_quant_8bit_packed_kernel<...> (CUDA)
+    #   SGLang        _per_token_group_quant_8bit (Triton), per_token_group_quant_8bit_kernel<...> (sgl-kernel)
+    #   DeepGEMM      per_token_cast_to_fp8 (Triton ports: _per_token_cast_to_fp8_kernel)
+    #   and fused activation + quantization kernels of the same layout (vLLM's
+    #   _silu_mul_per_token_group_quant_fp8_colmajor).
+    # Not per-tensor / per-token quantization (dynamic_scaled_fp8_quant_kernel,
+    # dynamic_per_token_scaled_fp8_quant_kernel), 128x128 weight blocks (scale_128x128_kernel,
+    # per_block_cast_to_fp8), int8-only kernels (per_token_group_quant_int8) or dequantization.
+    "act-quant-1x128-kernel": r"(?<![A-Za-z0-9])(?:scale_1x128(?!\d)|per_token_group_quant_(?:fp8|8bit)"
+                              r"|per_token_cast_to_fp8)",
+    # Ops and record_function ranges of the same quantization (CPU traces, or ops above the kernel):
+    #   kernlint's scale_1x128 range; vLLM's vllm::per_token_group_quant_fp8 custom op and its
+    #   _C::per_token_group_fp8_quant(_packed); SGLang's sgl_kernel::sgl_per_token_group_quant_8bit(_v2) and
+    #   sgl_per_token_group_quant_fp8; TensorRT-LLM's trtllm::fp8_quantize_1x128 and
+    #   fp8_batched_quantize_1x128_permute102. Not _C::dynamic_scaled_fp8_quant, _C::dynamic_per_token_scaled_fp8_quant,
+    #   sgl_per_token_quant_fp8, sgl_per_tensor_quant_fp8, quantize_weight_128x128, dequantize_1x128.
+    "act-quant-1x128-op": r"(?<![A-Za-z0-9])(?:scale_1x128(?!\d)|per_token_group_quant_(?:fp8|8bit)"
+                          r"|per_token_group_fp8_quant|quantize_1x128(?!\d)|per_token_cast_to_fp8)",
+    # Python frames (`path/to/file.py(123): function`) of dummy weight init: vLLM's
+    # weight_utils.initialize_dummy_weights / initialize_single_dummy_weight and DummyModelLoader.load_weights
+    # (model_loader/dummy_loader.py), kernlint's reference of the same names. Not warm-up runs on dummy batches
+    # (_dummy_run, _dummy_sampler_run, profile_run, capture_model, _get_dummy_batch, make_dummy_input).
+    "dummy-weight-init-frame": r"\.py\(\d+\): (?:initialize_dummy_weights|initialize_single_dummy_weight)$"
+                               r"|(?:^|[/\\])dummy_loader\.py\(\d+\): load_weights$",
+    # record_function ranges around dummy weight init: dummy_init, dummy_weight(s)_init, init_dummy_weights,
+    # initialize_dummy_weights (any case, as a whole word). Not _dummy_run, dummy_batch.
+    "dummy-weight-init-range": r"(?i)(?<![a-z0-9])(?:dummy_(?:weights?_)?init(?:iali[sz]ation)?"
+                               r"|init(?:iali[sz]e)?_(?:single_)?dummy_weights?)(?![a-z0-9])",
+    # Ranges that profilers and compilers wrap around whole steps or graphs, never a layer's scope:
+    # torch.profiler's ProfilerStep#N (and its `PyTorch Profiler (0)` span), torch.compile's
+    # `## Call CompiledFxGraph <hash> ##`, `Torch-Compiled Region: 0/0`, `CompiledFunction(Backward)`,
+    # `TorchDynamo Cache Lookup`, and DDP's `DistributedDataParallel.forward` around the whole model. Other
+    # `## name ##` ranges are user annotations (torchrec's pipeline stages use that style) and are not here.
+    "profiler-container-range": r"^ProfilerStep#\d+$|^PyTorch Profiler \(\d+\)$|^## Call CompiledFxGraph\b"
+                                r"|^Torch-Compiled Region\b|^CompiledFunction(?:Backward)?$"
+                                r"|^TorchDynamo Cache Lookup$|^DistributedDataParallel\.forward$",
+}
+
+
+def named_pattern(name: str) -> str:
+    """The regex of a named pattern; KeyError naming the known ones for an unknown name."""
+    try:
+        return NAMED_PATTERNS[name]
+    except KeyError:
+        raise KeyError(f"no named pattern {name!r} (known: {', '.join(sorted(NAMED_PATTERNS))})") from None
