@@ -1,8 +1,9 @@
 """The process torchrun starts for each rank of `kernlint run --nproc N` (an entry point, like the CLI).
 
 Every rank initialises torch.distributed (NCCL on GPUs, gloo on the CPU), builds the workload and writes its
-own trace and run metadata into the shared run folder. A failure becomes one `kernlint-rank-error:` line on
-stderr, which the launcher (kernlint.capture.distributed.launch) shows to the user.
+own trace and run metadata into the run folder the launcher made for this invocation (`--kl-run-dir`). A
+failure becomes one `kernlint-rank-error:` line on stderr, which the launcher
+(kernlint.capture.distributed.launch) shows to the user.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kl-device", dest="device", required=True, choices=["cpu", "cuda"])
     parser.add_argument("--kl-out", dest="out", required=True)
     parser.add_argument("--kl-run", dest="run", required=True)
+    # The run folder the launcher made for this invocation; every rank writes into it.
+    parser.add_argument("--kl-run-dir", dest="run_dir", default=None)
     parser.add_argument("--kl-warmup", dest="warmup", type=int, default=1)
     args = parser.parse_args(argv)
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -33,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         workload = resolve_target(args.target, known_workloads())
         step = workload.build(args.device)
-        capture(step, args.out, args.run, device=args.device, warmup=args.warmup,
+        capture(step, args.out, args.run, device=args.device, warmup=args.warmup, run_dir=args.run_dir,
                 extra={"workload": workload.name, "rank": dist.get_rank(), "world_size": dist.get_world_size(),
                        "backend": dist.get_backend()})
         dist.barrier()

@@ -94,7 +94,7 @@ def test_bad_trace_files_raise_one_clear_error(tmp_path, content, problem):
 def test_missing_paths_and_empty_folders(tmp_path):
     with pytest.raises(TraceError, match="no such file or folder"):
         find_trace_files([tmp_path / "nope.json"])
-    with pytest.raises(TraceError, match="folder holds no torch.profiler traces"):
+    with pytest.raises(TraceError, match="folder holds no kineto traces"):
         find_trace_files([tmp_path])
     named_gz = tmp_path / "x.json.gz"
     named_gz.write_text("{}")

@@ -21,9 +21,11 @@ def test_run_writes_the_tensorboard_layout_and_run_metadata(tmp_path):
     result = invoke("run", f"{PROGRAMS / 'placeholder_new_ones.py'}:build", "--device", "cpu", "--out",
                     tmp_path, "--format", "json", "-o", tmp_path / "report.json")
     assert result.exit_code == 1, result.output
-    (trace,) = (tmp_path / "build").glob("*.pt.trace.json.gz")
+    (run_dir,) = (tmp_path / "build").iterdir()  # each invocation: a run folder of its own
+    assert re.fullmatch(r"\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{6}", run_dir.name)
+    (trace,) = run_dir.glob("*.pt.trace.json.gz")
     assert re.fullmatch(r".+_\d+\.\d{13}\.pt\.trace\.json\.gz", trace.name)
-    (meta_file,) = (tmp_path / "build").glob("*.run.json")
+    (meta_file,) = run_dir.glob("*.run.json")
     meta = json.loads(meta_file.read_text())
     assert meta["device"] == "cpu" and meta["torch"].startswith("2.") and meta["trace"] == trace.name
     assert meta["cpu"]["logical_cores"] >= 1

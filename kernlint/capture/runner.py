@@ -1,8 +1,14 @@
-"""Capturing a step into the TensorBoard profiler layout, with its run metadata beside it."""
+"""Capturing a step into the TensorBoard profiler layout, with its run metadata beside it.
+
+Every invocation writes into a run folder of its own, `OUT/<run_name>/<UTC time, ms>-<random>/`, created
+atomically (two invocations never share one): a later `kernlint check OUT/<run_name>` then sees two runs in
+two folders, and the traces themselves still tell them apart (kernlint.trace.runs).
+"""
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import time
 from dataclasses import dataclass
@@ -11,7 +17,10 @@ from typing import Any, Callable
 
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.capture.profiler import record_trace
+from kernlint.errors import ConfigError
 from kernlint.fileio import write_text_atomically
+
+_NEW_FOLDER_ATTEMPTS = 20
 
 
 @dataclass(frozen=True)
@@ -19,21 +28,62 @@ class Capture:
     trace: Path
     metadata: Path
     wall_seconds: float
+    run_dir: Path
+
+
+def new_run_dir(out_dir: str | os.PathLike, run_name: str) -> Path:
+    """Create and return a fresh folder `out_dir/run_name/<YYYYmmddTHHMMSS.mmmZ>-<6 hex>/` for one invocation.
+
+    The folder is made with a plain mkdir (no exist_ok), so it is this invocation's alone; on the rare
+    collision another random suffix is tried. Names sort by creation time.
+    """
+    parent = Path(out_dir) / run_name
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(parent, f"cannot create the run folder: {exc.strerror or exc}") from None
+    for _ in range(_NEW_FOLDER_ATTEMPTS):
+        now = time.time()
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+        folder = parent / f"{stamp}-{secrets.token_hex(3)}"
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ConfigError(folder, f"cannot create the run folder: {exc.strerror or exc}") from None
+        return folder
+    raise ConfigError(parent, f"could not create a new run folder in {_NEW_FOLDER_ATTEMPTS} attempts")
 
 
 def capture(step: Callable[[], object], out_dir: str | os.PathLike, run_name: str, *, device: str,
-            warmup: int = 1, extra: dict[str, Any] | None = None) -> Capture:
-    """Profile `step` into `out_dir/run_name/<worker>.<ms>.pt.trace.json.gz` (tensorboard_trace_handler's
-    naming), and write `<worker>.<ms>.run.json` beside it with the run metadata."""
-    run_dir = Path(out_dir) / run_name
+            warmup: int = 1, extra: dict[str, Any] | None = None, run_dir: str | os.PathLike | None = None
+            ) -> Capture:
+    """Profile `step` into `<run folder>/<worker>.<ms>.pt.trace.json.gz` (tensorboard_trace_handler's
+    naming) and write `<worker>.<ms>.run.json` beside it with the run metadata.
+
+    The run folder is a new one under `out_dir/run_name` (see new_run_dir), or `run_dir` when given: the
+    ranks of one distributed run share the folder their launcher made.
+    """
+    made = run_dir is None
+    folder = new_run_dir(out_dir, run_name) if made else Path(run_dir)
     worker = f"{socket.gethostname()}_{os.getpid()}"
     stamp = int(time.time() * 1000)
-    trace_path = run_dir / f"{worker}.{stamp}.pt.trace.json.gz"
+    trace_path = folder / f"{worker}.{stamp}.pt.trace.json.gz"
     start = time.perf_counter()
-    record_trace(step, trace_path, device=device, warmup=warmup)
+    try:
+        record_trace(step, trace_path, device=device, warmup=warmup)
+    except BaseException:
+        if made:  # the step failed: leave no empty run folder behind
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        raise
     wall = time.perf_counter() - start
     meta = collect_run_metadata(device)
-    meta.update({"run": run_name, "trace": trace_path.name, "capture_seconds": wall, **(extra or {})})
-    meta_path = run_dir / f"{worker}.{stamp}.run.json"
+    meta.update({"run": run_name, "run_dir": folder.name, "trace": trace_path.name, "capture_seconds": wall,
+                 **(extra or {})})
+    meta_path = folder / f"{worker}.{stamp}.run.json"
     write_text_atomically(meta_path, json.dumps(meta, indent=2, default=str))
-    return Capture(trace=trace_path, metadata=meta_path, wall_seconds=wall)
+    return Capture(trace=trace_path, metadata=meta_path, wall_seconds=wall, run_dir=folder)

@@ -71,6 +71,11 @@ class RawTrace(msgspec.Struct, rename={"trace_events": "traceEvents"}):
     with_stack: Any = None
     with_modules: Any = None
     displayTimeUnit: Any = None
+    # Where and which trace: kineto writes `host_name` (torch 2.x, not every build) and `trace_id`; some
+    # other writers spell the host `hostname`. kernlint.trace.runs uses them to tell runs apart.
+    host_name: Any = None
+    hostname: Any = None
+    trace_id: Any = None
     kernlint: Any = None  # run metadata that `kernlint run` writes into its own traces
 
 

@@ -80,6 +80,8 @@ class TraceMeta:
     record_shapes: bool | None = None
     profile_memory: bool | None = None
     run_metadata: dict[str, Any] | None = None
+    host_name: str | None = None   # top-level `host_name` (or `hostname`) when the writer recorded it
+    trace_id: str | None = None    # top-level `trace_id` (kineto: one per trace, not per run)
 
 
 @dataclass
@@ -234,6 +236,9 @@ def _flag(value: Any) -> bool | None:
 
 
 def _meta(raw: RawTrace, path: str | Path) -> TraceMeta:
+    def text(value: Any) -> str | None:  # a top-level string field; None when absent, empty or not a string
+        return (value.strip() or None) if isinstance(value, str) else None
+
     dist = raw.distributedInfo if isinstance(raw.distributedInfo, dict) else None
     rank = _int_or(dist.get("rank"), -1) if dist else -1
     props = raw.deviceProperties if isinstance(raw.deviceProperties, list) else []
@@ -247,6 +252,8 @@ def _meta(raw: RawTrace, path: str | Path) -> TraceMeta:
         record_shapes=_flag(raw.record_shapes),
         profile_memory=_flag(raw.profile_memory),
         run_metadata=raw.kernlint if isinstance(raw.kernlint, dict) else None,
+        host_name=text(raw.host_name) or text(raw.hostname),
+        trace_id=text(raw.trace_id),
     )
 
 
@@ -378,12 +385,16 @@ def _inherit_from_launcher(frame: pd.DataFrame) -> None:
         device[row] = _int_or(pids[row])
     frame["device"] = device
     # A launch whose op was a dtype-changing copy is a cast; an otherwise unknown kernel launched through
-    # the driver (cuLaunchKernel / cuLaunchKernelEx, as Triton does) is a Triton kernel.
+    # the driver (cuLaunchKernel / cuLaunchKernelEx, as Triton does) is a Triton kernel. A call whose device
+    # event blocks the host (a device-to-host copy into pageable memory) is a sync, whatever its name.
     cat = frame["category"].to_numpy().copy()
     names_ = frame["name"].to_numpy()
     for row in dev.tolist():
-        if cat[row] == "other" and names_[src_of[row]].startswith("cuLaunchKernel"):
+        launcher_row = src_of[row]
+        if cat[row] == "other" and names.is_triton_launch(names_[launcher_row]):
             cat[row] = "triton"
+        if names.makes_launcher_sync(names_[row]):
+            cat[launcher_row] = "sync"
     ops = frame["op"].to_numpy()
     top = frame["top_op"].to_numpy()
     parent = frame["parent_op"].to_numpy()
@@ -392,7 +403,7 @@ def _inherit_from_launcher(frame: pd.DataFrame) -> None:
             continue
         op = ops[row]
         while op >= 0:
-            if names_[op] in ("aten::_to_copy", "aten::to"):
+            if names_[op] in names.CASTING_OPS:
                 cat[row] = "cast"
                 break
             op = parent[op] if op != top[row] else -1
@@ -412,11 +423,14 @@ def _allocation_dtypes_and_pairs(frame: pd.DataFrame) -> None:
     alloc_rows = np.flatnonzero(kinds == "alloc")
     for row in alloc_rows.tolist():
         dtype[row] = _op_output_dtype(ops[row], names_, concrete, input_types, parent) or ""
-    # Memory events: device index from Device Id, -1 for CPU allocations.
+    # Memory events: device index from Device Id for any accelerator (CUDA 1, HIP 6, XPU 12, MPS 13, MTIA 19,
+    # ...), -1 for host memory (Device Type 0). The codes are c10's DeviceType (kernlint.trace.dtypes).
+    from kernlint.trace.dtypes import HOST_DEVICE_TYPE_CODES
+
     device = frame["device"].to_numpy().copy()
     dev_type = frame["device_type"].to_numpy()
     mem = np.flatnonzero((kinds == "alloc") | (kinds == "free"))
-    device[mem] = np.where(dev_type[mem] == 1, device[mem], -1)
+    device[mem] = np.where(np.isin(dev_type[mem], list(HOST_DEVICE_TYPE_CODES)), -1, device[mem])
     frame["device"] = device
     paired = np.full(n, -1, dtype=np.int64)
     addr = frame["addr"].to_numpy()
