@@ -108,13 +108,15 @@ def _run_check(traces, rule_paths, no_builtin, select, ignore, fmt, output, exit
     from kernlint.report.model import CheckResult
     from kernlint.rules.engine import check_traces, exit_status
     from kernlint.rules.loader import load_rules, select_rules
-    from kernlint.trace.load import find_trace_files, load_trace
+    from kernlint.trace.load import discover_traces, load_trace
 
     rules = select_rules(load_rules(rule_paths, builtin=not no_builtin), _split(select), _split(ignore))
-    files = find_trace_files(traces)
-    reports = check_traces([load_trace(path) for path in files], rules)
+    found = discover_traces(traces)
+    reports = check_traces([load_trace(path) for path in found.files], rules)
     code = EXIT_CLEAN if exit_zero else exit_status(reports, fail_on)
-    result = CheckResult(reports=reports, rules=rules, exit_code=code, notes=list(notes))
+    result = CheckResult(reports=reports, rules=rules, exit_code=code, notes=list(notes),
+                         skipped=[(str(e.path), e.reason) for e in found.skipped],
+                         ignored_files=found.ignored_count)
     _emit(renderer(OutputFormat(fmt))(result), output)
     return code
 
@@ -156,15 +158,24 @@ def list_rules(rule_paths, no_builtin, fmt, debug):
 
 
 @main.command()
-@click.argument("rule_id")
-@click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path))
-@click.option("--debug", is_flag=True)
-def explain(rule_id, rule_paths, debug):
-    """Print a rule's documentation (What it does / Why is this bad? / Example / Use instead / References)."""
+@click.argument("rule_id", required=False)
+@click.option("--schema", is_flag=True, help="Print the rule-language reference (scopes, kinds, categories, "
+                                             "check types and how they combine).")
+@click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path),
+              help="Extra rule file or folder (repeatable).")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+def explain(rule_id, schema, rule_paths, debug):
+    """Print a rule's documentation (What it does / Why is this bad? / Example / Use instead / References),
+    or with --schema the rule-language reference."""
     def body() -> int:
         from kernlint.errors import ConfigError
-        from kernlint.rules.loader import load_rules
+        from kernlint.rules.loader import load_rules, rule_language_reference
 
+        if schema:
+            click.echo(rule_language_reference(), nl=False)
+            return EXIT_CLEAN
+        if not rule_id:
+            raise ConfigError(None, "explain needs a rule id or name, or --schema")
         rules = {r.id: r for r in load_rules(rule_paths)}
         by_name = {r.name: r for r in rules.values()}
         rule = rules.get(rule_id.upper()) or by_name.get(rule_id)
@@ -198,7 +209,8 @@ _device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cp
 @click.argument("target")
 @_device_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("kernlint-runs"),
-              show_default=True, help="Log folder: OUT/<run>/<worker>.<ms>.pt.trace.json.gz plus .run.json.")
+              show_default=True, help="Log folder: each invocation writes OUT/<run>/<UTC time>-<id>/<worker>.<ms>.pt.trace.json.gz "
+                   "plus .run.json.")
 @click.option("--warmup", type=click.IntRange(0, 100), default=1, show_default=True)
 @click.option("--nproc", type=click.IntRange(1, 64), default=None,
               help="Run on N ranks under torchrun (NCCL on GPUs, gloo on the CPU); one trace a rank.")

@@ -264,7 +264,7 @@ def test_compiled_region_is_coarse_and_unplaced_anchors_are_reported(tmp_path):
     kl001 = shipped("KL001")
     o = outcome(path, kl001)
     assert o.status == "not-applicable" and o.findings == []
-    assert "no anchor lies in any module, range, Python frame or op" in o.reason
+    assert "no anchor lies in a unit of one layer" in o.reason
 
 
 def test_partly_unplaced_anchors_are_named_in_the_note(tmp_path):
@@ -291,4 +291,4 @@ def test_partly_unplaced_anchors_are_named_in_the_note(tmp_path):
     kl001 = shipped("KL001")
     o = outcome(path, kl001)
     assert o.status == "passed" and o.instances == 2
-    assert o.note.startswith("1 of 2 anchor(s) have no enclosing")
+    assert o.note.startswith("1 of 2 anchor(s) lie in no unit of one layer")

@@ -67,9 +67,59 @@ def test_missing_docs_section_is_an_error(tmp_path):
 
 
 def test_check_needs_its_parts(tmp_path):
-    path = _write(tmp_path, GOOD.replace('type = "max-count"', 'type = "forbid-before-anchor"'))
+    body = GOOD.replace('type = "max-count"\nkinds = ["kernel"]\nmax = 3', 'type = "forbid-before-anchor"')
+    path = _write(tmp_path, body)
     with pytest.raises(RuleFileError, match="needs an \\[anchor\\]"):
         parse_rule_file(path)
+
+
+def test_a_key_of_another_check_type_is_an_error_with_its_line(tmp_path):
+    """Each check type takes only its own keys: `max` means nothing to forbid-in-scope, and before the
+    tagged schema it was silently accepted (and a typo'd type silently ran another check)."""
+    path = _write(tmp_path, GOOD.replace('type = "max-count"', 'type = "forbid-in-scope"'))
+    with pytest.raises(RuleFileError, match=r"KL900.toml:12: unknown key `max` in \[check\] \(check type "
+                                            r"forbid-in-scope takes: .*kinds"):
+        parse_rule_file(path)
+
+
+def test_an_unknown_check_type_lists_the_known_ones(tmp_path):
+    path = _write(tmp_path, GOOD.replace('type = "max-count"', 'type = "max-counts"'))
+    with pytest.raises(RuleFileError, match=r"known check types: .*forbid-before-anchor.*max-count"):
+        parse_rule_file(path)
+
+
+def test_required_keys_of_a_check_type(tmp_path):
+    path = _write(tmp_path, GOOD.replace("max = 3\n", ""))
+    with pytest.raises(RuleFileError, match="missing required field `max`"):
+        parse_rule_file(path)
+
+
+def test_named_patterns_expand_and_unknown_names_are_errors(tmp_path):
+    from kernlint.trace.names import named_pattern
+
+    body = GOOD.replace('annotations = ["step"]', 'annotations = ["@dummy-weight-init-range"]')
+    rule = parse_rule_file(_write(tmp_path, body))
+    assert rule.spec.scope.annotations == [named_pattern("dummy-weight-init-range")]
+    bad = _write(tmp_path, GOOD.replace('annotations = ["step"]', 'annotations = ["@no-such-entry"]'), "b.toml")
+    with pytest.raises(RuleFileError, match=r"b.toml:7: scope.annotations: no pattern '@no-such-entry'"):
+        parse_rule_file(bad)
+
+
+def test_every_check_kind_is_registered_and_documented():
+    """The registry drives the schema, and docs/rule-language.md (`kernlint explain --schema`) documents
+    every kind and every key of it."""
+    import msgspec
+
+    from kernlint.rules.checks import REGISTRY
+    from kernlint.rules.loader import rule_language_reference
+
+    doc = rule_language_reference()
+    assert set(REGISTRY) >= {"forbid-before-anchor", "forbid-in-scope", "forbid-temporary-alloc", "max-count",
+                             "require-anchor", "rank-divergence"}
+    for kind in REGISTRY.values():
+        assert f"`{kind.type}`" in doc, kind.type
+        for f in msgspec.structs.fields(kind.spec):
+            assert f"`{f.encode_name}`" in doc, (kind.type, f.encode_name)
 
 
 def test_duplicate_ids_are_errors(tmp_path):

@@ -16,8 +16,13 @@
       "ts": 123.4, "fingerprint": "KL001|..."}],
   "rules_passed": ["KL002"],
   "rules_not_applicable": ["KL003"],        # ids that applied to none of the traces
+  "skipped": [{"path": "...", "reason": "not a kineto trace (...)"}],   # met in a folder, not checked
+  "ignored_files": 0,                 # files in searched folders with other suffixes than .json / .json.gz
   "traces": [{"path": "...", "events": 1234, "has_device_events": true, "has_stacks": true, "rank": null,
-              "ranks": null,          # [0, 1, ...] for a group of ranks: its rules are the cross-rank ones
+              "ranks": null,          # [0, 1, ...] for a run group (one run, one profiling cycle): its rules
+                                      # are the cross-rank ones; "path" is then the group's label
+              "notes": ["126 of 128 ranks missing: ..."],   # run grouping, profiling-window edges
+              "outside_window": {"device events launched before the window opened": 64},
               "rules": [{"rule": "KL001", "status": "failed|passed|not-applicable", "level": "kernel|op|null",
                          "instances": 2, "reason": null, "note": null, "findings": 1}]}]
 }
@@ -54,9 +59,12 @@ def to_dict(result: CheckResult) -> dict:
         "findings": findings,
         "rules_passed": [r for r in rule_ids if result.rule_status(r) == "passed"],
         "rules_not_applicable": [r for r in rule_ids if result.rule_status(r) == "not-applicable"],
+        "skipped": [{"path": p, "reason": why} for p, why in result.skipped],
+        "ignored_files": result.ignored_files,
         "traces": [
             {"path": rep.trace, "events": rep.events, "has_device_events": rep.has_device_events,
-             "has_stacks": rep.has_stacks, "rank": rep.rank, "ranks": rep.ranks,
+             "has_stacks": rep.has_stacks, "rank": rep.rank, "ranks": rep.ranks, "notes": rep.notes,
+             "outside_window": rep.outside_window,
              "rules": [{"rule": o.rule, "status": o.status, "level": o.level, "instances": o.instances,
                         "reason": o.reason, "note": o.note,
                         "findings": len(o.findings)} for o in rep.outcomes]}

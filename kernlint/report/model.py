@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernlint.rules.engine import Finding, TraceReport
+from kernlint.rules.result import Finding, TraceReport
 from kernlint.rules.schema import Rule
 
 
@@ -13,6 +13,8 @@ class CheckResult:
     rules: list[Rule]
     exit_code: int
     notes: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)   # (path, reason): met in a folder, not a trace
+    ignored_files: int = 0                                          # files in folders with other suffixes
 
     @property
     def findings(self) -> list[Finding]:

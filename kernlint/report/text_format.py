@@ -48,7 +48,19 @@ def render(result: CheckResult) -> Group:
                 parts.append(Text(f"  {o.rule} not applicable: {o.reason}", style="dim"))
             if o.note:
                 parts.append(Text(f"  {o.rule}: {o.note}", style="dim"))
+        for note in report.notes:
+            parts.append(Text(f"  note: {note}", style="dim"))
+        if report.outside_window and report.ranks is None:
+            outside = "; ".join(f"{n} {what}" for what, n in report.outside_window.items())
+            parts.append(Text(f"  outside the window: {outside}", style="dim"))
         parts.append(Text(""))
+    if result.skipped:
+        parts.append(Text(f"Skipped {len(result.skipped)} file(s) that are not kineto traces or could not be "
+                          "read:", style="yellow"))
+        for path, why in result.skipped:
+            parts.append(Text(f"  {path}: {why}", style="yellow"))
+    if result.ignored_files:
+        parts.append(Text(f"Ignored {result.ignored_files} file(s) without a .json / .json.gz suffix.", style="dim"))
     n = len(result.findings)
     summary = Text.assemble(
         ("Found ", ""), (f"{n} finding(s)", "bold red" if n else "bold green"),

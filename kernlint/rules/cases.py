@@ -34,7 +34,8 @@ from typing import Literal
 import msgspec
 
 from kernlint.errors import RuleFileError
-from kernlint.rules.engine import RuleOutcome, check_traces, merge_outcomes
+from kernlint.rules.engine import check_traces
+from kernlint.rules.result import RuleOutcome, merge_outcomes
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import find_trace_files, load_trace
 
@@ -48,7 +49,7 @@ class CaseSpec(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", froze
     event: str | None = None
     scope: str | None = None
     source: str | None = None
-    level: Literal["kernel", "op"] | None = None
+    level: Literal["kernel", "op", "host"] | None = None
     note: str = ""
 
 

@@ -10,8 +10,9 @@ from typing import Iterable
 import msgspec
 
 from kernlint.errors import ConfigError, RuleFileError
+from kernlint.rules.checks import REGISTRY
 from kernlint.rules.schema import Rule, RuleSpec
-from kernlint.trace.names import DEVICE_CATEGORIES, HOST_CATEGORIES
+from kernlint.trace.names import DEVICE_CATEGORIES, HOST_CATEGORIES, NAMED_PATTERNS, named_pattern
 from kernlint.trace.table import KINDS
 
 RULE_ID = re.compile(r"^KL\d{3}$")
@@ -27,6 +28,14 @@ def builtin_rules_dir() -> Path:
     if checkout.is_dir() and any(checkout.glob("KL*.toml")):
         return checkout
     return Path(str(importlib.resources.files("kernlint.builtin_rules")))
+
+
+def rule_language_reference() -> str:
+    """docs/rule-language.md: from the source checkout, or the installed package data."""
+    checkout = Path(__file__).resolve().parents[2] / "docs" / "rule-language.md"
+    if checkout.is_file():
+        return checkout.read_text(encoding="utf-8")
+    return importlib.resources.files("kernlint.docs").joinpath("rule-language.md").read_text(encoding="utf-8")
 
 
 def _line_of(text: str, dotted: list[str]) -> int | None:
@@ -63,6 +72,32 @@ def _path_parts(path: str) -> list[str]:
     return [p for p in re.split(r"\.|\[\d+\]", path) if p]
 
 
+# Where a rule file holds patterns: (table, key); a list or a single string.
+_PATTERN_KEYS = (("anchor", "kernel"), ("anchor", "op"), ("scope", "annotations"), ("scope", "modules"),
+                 ("scope", "frames"), ("scope", "ops"), ("check", "names"))
+
+
+def _expand_named_patterns(data: dict, path: Path, text: str) -> None:
+    """`@name` -> the names table's pattern of that name, in place; an unknown name is an error."""
+    for table, key in _PATTERN_KEYS:
+        section = data.get(table)
+        if not isinstance(section, dict) or key not in section:
+            continue
+        value = section[key]
+        items = value if isinstance(value, list) else [value]
+        expanded = []
+        for item in items:
+            if isinstance(item, str) and item.startswith("@"):
+                try:
+                    item = named_pattern(item[1:])
+                except KeyError:
+                    raise RuleFileError(path, f"{table}.{key}: no pattern {item!r} in the names table (known: "
+                                        f"{', '.join('@' + n for n in sorted(NAMED_PATTERNS))})",
+                                        _line_of(text, [table, key])) from None
+            expanded.append(item)
+        section[key] = expanded if isinstance(value, list) else expanded[0]
+
+
 def parse_rule_file(path: Path) -> Rule:
     try:
         text = path.read_text(encoding="utf-8")
@@ -74,6 +109,7 @@ def parse_rule_file(path: Path) -> Rule:
         m = _TOML_LINE.search(str(exc))
         raise RuleFileError(path, f"invalid TOML: {str(exc).split(' (at')[0]}",
                             int(m.group(1)) if m else None) from None
+    _expand_named_patterns(data, path, text)
     try:
         spec = msgspec.convert(data, RuleSpec)
     except msgspec.ValidationError as exc:
@@ -81,17 +117,28 @@ def parse_rule_file(path: Path) -> Rule:
         unknown = _UNKNOWN_FIELD.search(message)
         if unknown:
             parents = _path_parts(unknown.group(2)[1:]) if unknown.group(2) else []
+            extra = ""
+            if parents == ["check"] and isinstance(data.get("check"), dict):
+                kind = REGISTRY.get(data["check"].get("type"))
+                if kind is not None:
+                    allowed = sorted(f.encode_name for f in msgspec.structs.fields(kind.spec))
+                    extra = f" (check type {kind.type} takes: {', '.join(allowed) or 'no other key'})"
             raise RuleFileError(path, f"unknown key `{unknown.group(1)}`"
-                                + (f" in [{'.'.join(parents)}]" if parents else ""),
+                                + (f" in [{'.'.join(parents)}]" if parents else "") + extra,
                                 _line_of(text, parents + [unknown.group(1)])) from None
         at = _AT_PATH.search(message)
         parts = _path_parts(at.group(1)) if at else []
+        if parts == ["check", "type"] or (parts == ["check"] and "type" in message):
+            message = f"{message} (known check types: {', '.join(sorted(REGISTRY))})"
         raise RuleFileError(path, f"schema error: {message}", _line_of(text, parts)) from None
-    _validate(spec, path, text)
-    return Rule(spec=spec, path=str(path))
+    rule = Rule(spec=spec, path=str(path))
+    _validate(rule, path, text)
+    return rule
 
 
-def _validate(spec: RuleSpec, path: Path, text: str) -> None:
+def _validate(rule: Rule, path: Path, text: str) -> None:
+    spec = rule.spec
+
     def fail(problem: str, *where: str) -> None:
         raise RuleFileError(path, problem, _line_of(text, list(where)))
 
@@ -99,12 +146,13 @@ def _validate(spec: RuleSpec, path: Path, text: str) -> None:
         fail(f"rule id {spec.id!r} must be KL followed by three digits", "id")
     if not RULE_NAME.match(spec.name):
         fail(f"rule name {spec.name!r} must be kebab-case", "name")
+    check = spec.check
     regexes = []
     if spec.anchor is not None:
         regexes += [(spec.anchor.kernel, ["anchor", "kernel"]), (spec.anchor.op, ["anchor", "op"])]
     for key in ("annotations", "modules", "frames", "ops"):
         regexes += [(p, ["scope", key]) for p in getattr(spec.scope, key)]
-    regexes += [(p, ["check", "names"]) for p in spec.check.names]
+    regexes += [(p, ["check", "names"]) for p in getattr(check, "names", ())]
     for pattern, where in regexes:
         if pattern is None:
             continue
@@ -112,29 +160,26 @@ def _validate(spec: RuleSpec, path: Path, text: str) -> None:
             re.compile(pattern)
         except re.error as exc:
             fail(f"bad regular expression {pattern!r} in {'.'.join(where)}: {exc}", *where)
-    for cat in spec.check.device_categories:
+    for cat in getattr(check, "device_categories", ()):
         if cat != "*" and cat not in DEVICE_CATEGORIES:
             fail(f"unknown device category {cat!r} (known: {', '.join(DEVICE_CATEGORIES)})",
                  "check", "device-categories")
-    for cat in spec.check.op_categories:
+    for cat in getattr(check, "op_categories", ()):
         if cat != "*" and cat not in HOST_CATEGORIES:
             fail(f"unknown op category {cat!r} (known: {', '.join(HOST_CATEGORIES)})", "check", "op-categories")
-    for kind in spec.check.kinds:
+    for kind in getattr(check, "kinds", ()):
         if kind not in KINDS:
             fail(f"unknown event kind {kind!r} (known: {', '.join(KINDS)})", "check", "kinds")
-    check = spec.check.type
-    needs_anchor = check in ("forbid-before-anchor", "require-anchor")
+    kind = rule.kind
     has_anchor = spec.anchor is not None and (spec.anchor.kernel or spec.anchor.op)
-    if needs_anchor and not has_anchor:
-        fail(f"check type {check} needs an [anchor] with `kernel` or `op`", "check", "type")
-    if check in ("forbid-in-scope", "forbid-temporary-alloc", "max-count", "require-anchor") \
-            and not spec.scope.is_named:
-        fail(f"check type {check} needs a [scope] naming annotations, modules, frames or ops", "check", "type")
-    if check == "forbid-temporary-alloc" and not spec.check.dtypes:
-        fail("forbid-temporary-alloc needs `dtypes`", "check", "type")
-    if check in ("forbid-in-scope", "max-count", "rank-divergence") and not (
-            spec.check.kinds or spec.check.names or spec.check.device_categories or spec.check.op_categories):
-        fail(f"{check} needs at least one of kinds, names, device-categories, op-categories", "check", "type")
+    if kind.needs_anchor and not has_anchor:
+        fail(f"check type {kind.type} needs an [anchor] with `kernel` or `op`", "check", "type")
+    if kind.needs_scope and not spec.scope.is_named:
+        fail(f"check type {kind.type} needs a [scope] naming annotations, modules, frames or ops", "check", "type")
+    if kind.validate is not None:
+        problem = kind.validate(rule)
+        if problem is not None:
+            fail(problem[0], *problem[1])
 
 
 def rule_files(paths: Iterable[str | Path]) -> list[Path]:

@@ -1,5 +1,8 @@
 """The rule file schema. One rule a TOML file; unknown keys are errors (with file and line).
 
+A pattern that starts with `@` names an entry of the names table (kernlint.trace.names.NAMED_PATTERNS),
+e.g. `kernel = "@act-quant-1x128-kernel"`; the loader expands it.
+
 ```toml
 id = "KL001"                      # KL + three digits
 name = "fill-before-block-quant"  # kebab-case, names the flagged pattern
@@ -18,15 +21,9 @@ frames = []                       # Python frames, named `path/file.py(line): fu
 ops = []
 
 [check]
-type = "forbid-before-anchor"     # | forbid-in-scope | forbid-temporary-alloc | max-count | require-anchor
-                                  # | rank-divergence (across the ranks of one distributed run)
-device-categories = []            # device events (kernels, memcpy, memset) by category; ["*"] = any
-op-categories = []                # ops by category, at op level (traces without GPU events)
-kinds = []                        # event kinds (forbid-in-scope, max-count)
-names = []                        # regexes searched in event names (forbid-in-scope, max-count)
-dtypes = []                       # forbid-temporary-alloc
-min-bytes = 0                     # forbid-temporary-alloc
-max = 0                           # max-count
+type = "forbid-before-anchor"     # a registered check kind (kernlint.rules.checks); each kind takes only
+device-categories = []            # its own keys: see docs/rule-language.md (`kernlint explain --schema`)
+op-categories = []
 
 [docs]
 what-it-does = "..."
@@ -38,15 +35,15 @@ references = ["..."]
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Union
 
 import msgspec
 
-CheckType = Literal["forbid-before-anchor", "forbid-in-scope", "forbid-temporary-alloc", "max-count",
-                    "require-anchor", "rank-divergence"]
-CROSS_RANK_CHECKS = frozenset({"rank-divergence"})
-Severity = Literal["error", "warning", "info"]
-SEVERITY_ORDER = {"info": 0, "warning": 1, "error": 2}
+from kernlint.rules.checks import REGISTRY
+from kernlint.rules.severity import SEVERITY_ORDER, Severity
+
+__all__ = ["AnchorSpec", "ScopeSpec", "DocsSpec", "RuleSpec", "Rule", "SEVERITY_ORDER", "Severity",
+           "CheckUnion"]
 
 
 class _Strict(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", frozen=True):
@@ -69,17 +66,6 @@ class ScopeSpec(_Strict):
         return bool(self.annotations or self.modules or self.frames or self.ops)
 
 
-class CheckSpec(_Strict):
-    type: CheckType
-    device_categories: list[str] = []
-    op_categories: list[str] = []
-    kinds: list[str] = []
-    names: list[str] = []
-    dtypes: list[str] = []
-    min_bytes: int = 0
-    max: int = 0
-
-
 class DocsSpec(_Strict):
     what_it_does: str
     why_is_this_bad: str
@@ -88,12 +74,16 @@ class DocsSpec(_Strict):
     references: list[str] = []
 
 
+# The [check] table: one tagged struct per registered check kind, told apart by `type`.
+CheckUnion = Union[tuple(kind.spec for kind in REGISTRY.values())]  # type: ignore[valid-type]
+
+
 class RuleSpec(_Strict):
     id: str
     name: str
     severity: Severity
     summary: str
-    check: CheckSpec
+    check: CheckUnion
     docs: DocsSpec
     anchor: AnchorSpec | None = None
     scope: ScopeSpec = ScopeSpec()
@@ -120,5 +110,9 @@ class Rule(msgspec.Struct, frozen=True):
         return self.spec.severity
 
     @property
+    def kind(self):
+        return REGISTRY[self.spec.check.type]
+
+    @property
     def cross_rank(self) -> bool:
-        return self.spec.check.type in CROSS_RANK_CHECKS
+        return self.kind.cross_rank

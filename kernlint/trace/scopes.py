@@ -3,25 +3,33 @@
 A trace from anywhere carries some of: record_function / NVTX ranges (annotations), nn.Module frames
 (with_stack / with_modules) and plain Python frames (with_stack). The scope of an event is found like this:
 
-1. Structural units are the annotations and nn.Module frames enclosing the event. A *coarse* annotation
-   (a range around a whole step or forward, such as `execute_model` or `ProfilerStep#3`; see
-   COARSE_ANNOTATIONS) is not a unit: it holds many layers, and it is the floor of the search.
-2. Where no structural unit lies below the coarse range, the units are the user Python frames enclosing
-   the event below it (frames from torch, triton and the standard library are skipped).
-3. Of those units, innermost first, the scope of an anchor is the first one that does work of its own
+1. The units enclosing an event are its annotations, nn.Module frames and user Python frames (frames from
+   torch, triton and the standard library are skipped), innermost first.
+2. A unit is *coarse* when it holds several units of work, decided from the trace itself: two or more
+   GEMMs (counted by the top-level op, or the launch, that issued them), two or more nn.Modules side by
+   side, or (for an anchored rule) more than one anchor. `attn(F)`, `execute_model` and `ProfilerStep#N`
+   are coarse in real traces because of what they hold, not because of their names. Ranges that profilers
+   and compilers wrap around whole steps (the names table's `profiler-container-range`: ProfilerStep#N,
+   torch.compile's regions) are never a unit. The search stops at the innermost coarse unit: it and
+   everything around it hold many layers.
+3. Python frames inside the innermost nn.Module are its implementation, not units of their own: the
+   module is the layer. Annotations and frames otherwise count alike, innermost first.
+4. Of those units, innermost first, the scope of an anchor is the first one that does work of its own
    besides the anchor: a wrapper that only calls the quantization kernel is not the linear layer, but the
    module or frame that also launches the GEMM is. If none does, the innermost unit is the scope.
-4. With Python frames only, that frame is widened to its caller while the caller holds no other anchor and
+5. With Python frames only, that frame is widened to its caller while the caller holds no other anchor and
    no other unit that does work, is not `<module>`, and its own work before the anchor is only fills,
    copies and casts: the caller that prepares arguments (a placeholder scale) and calls a fused
    quantize-and-GEMM function is the layer. A caller that also adds a residual, or calls a norm or a helper
    that does work, stops the widening: kernlint then reports less rather than blame a neighbour.
    Structural units are never widened: the linear's module is the boundary.
-5. Fallback, where the event has no unit at all: the top-level op that launched it (for a fused op, the
-   op itself), else the anchor alone.
+6. Fallback, where the event has no unit below the coarse ones: the top-level op that launched it when that
+   op is not coarse itself (a custom op wrapping the whole linear); else the anchor is *unscoped* and the
+   rule says so instead of guessing.
 
-Named scopes (a rule that names frames, modules or annotations) are matched directly: every unit whose name
-matches is an instance, and instances nested inside another instance on the same thread are merged into it.
+Named scopes (a rule that names frames, modules or annotations) are matched directly: every unit whose
+printed name matches is an instance, and instances nested inside another instance on the same thread are
+merged into it.
 """
 from __future__ import annotations
 
@@ -31,17 +39,11 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from kernlint.trace.names import is_profiler_frame, named_pattern
 from kernlint.trace.table import DEVICE_KINDS, EventTable
 
-COARSE_ANNOTATIONS: tuple[str, ...] = (
-    r"ProfilerStep#\d+",
-    r"execute_model.*",
-    r".*model_runner.*",
-    r"(?i:forward|model_forward|decode_step|prefill_step|engine_step|step)",
-    r"## .* ##",                               # torch.compile: "## Call CompiledFxGraph ... ##"
-    r"Torch-Compiled Region.*", r"CompiledFunction.*", r"TorchDynamo Cache Lookup",
-)
-
+_CONTAINER = re.compile(named_pattern("profiler-container-range"))
+_MODULE_PREFIX = "nn.Module: "
 
 # What a caller may do before calling the fused quantize-and-GEMM function and still be the layer itself.
 _PREPARATION = frozenset({"fill", "copy", "cast", "memset", "memcpy_dtod"})
@@ -69,11 +71,10 @@ class Scope:
 class ScopeIndex:
     """Precomputed per-thread arrays so that scope queries are searchsorted lookups."""
 
-    def __init__(self, table: EventTable, coarse: Sequence[str] = COARSE_ANNOTATIONS):
+    def __init__(self, table: EventTable):
         self.table = table
         f = table.frame
         self.frame = f
-        self._coarse = [re.compile(p) for p in coarse]
         self.kind = f["kind"].to_numpy().astype(object)
         self.name = f["name"].to_numpy()
         self.ts = f["ts"].to_numpy()
@@ -83,21 +84,27 @@ class ScopeIndex:
         self.module = f["module"].to_numpy()
         self.user_frame = f["user_frame"].to_numpy()
         self.top_op = f["top_op"].to_numpy()
+        self.parent_op = f["parent_op"].to_numpy()
+        self.launcher = f["launcher"].to_numpy()
         self.launch_ts = f["launch_ts"].to_numpy()
         self.category = f["category"].to_numpy()
+        self.does_work = f["does_work"].to_numpy()
         self._device_by_thread = self._by_thread(np.flatnonzero(
-            np.isin(self.kind, list(DEVICE_KINDS)) & (f["launcher"].to_numpy() >= 0)), self.launch_ts)
+            np.isin(self.kind, list(DEVICE_KINDS)) & (self.launcher >= 0)), self.launch_ts)
         self._children: dict[int, list[int]] | None = None
-        self._work_ops_by_thread = self._by_thread(np.flatnonzero(
-            (self.kind == "op") & f["does_work"].to_numpy()), self.ts)
+        self._work_ops_by_thread = self._by_thread(np.flatnonzero((self.kind == "op") & self.does_work), self.ts)
+        self._modules_by_thread = self._by_thread(np.flatnonzero(self.kind == "module"), self.ts)
+        self._gemm_by_thread = self._gemm_owners()
+        self._coarse: dict[int, bool] = {}
+        self.frame_col = f["frame"].to_numpy()
+        self._profiler_frames: dict[int, bool] = {}
 
     @classmethod
-    def of(cls, table: EventTable, coarse: Sequence[str] = COARSE_ANNOTATIONS) -> "ScopeIndex":
-        """The index of `table` for these coarse patterns, built once and kept with the table."""
-        key = ("scope_index", tuple(coarse))
-        index = table.derived.get(key)
+    def of(cls, table: EventTable) -> "ScopeIndex":
+        """The index of `table`, built once and kept with the table."""
+        index = table.derived.get("scope_index")
         if index is None:
-            index = table.derived[key] = cls(table, coarse)
+            index = table.derived["scope_index"] = cls(table)
         return index
 
     def _by_thread(self, rows: np.ndarray, key: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -111,62 +118,124 @@ class ScopeIndex:
             out[t] = (key[sel], sel)
         return out
 
+    def _gemm_owners(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per thread, the issue time and the owner of every GEMM: the top-level op that ran it (cuBLAS may
+        launch two kernels for one matmul; they share an owner), or the launch itself where no op encloses it
+        (a Triton GEMM called from Python)."""
+        gemm_ops = np.flatnonzero((self.kind == "op") & (self.category == "gemm") & self.does_work)
+        gemm_kernels = np.flatnonzero(np.isin(self.kind, list(DEVICE_KINDS)) & (self.category == "gemm")
+                                      & (self.launcher >= 0))
+        rows = np.concatenate([gemm_ops, gemm_kernels])
+        if not len(rows):
+            return {}
+        owner = np.where(self.top_op[rows] >= 0, self.top_op[rows], np.where(
+            self.launcher[rows] >= 0, self.launcher[rows], rows))
+        out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        threads = self.thread[rows]
+        keys = self.launch_ts[rows]
+        for t in np.unique(threads):
+            sel = threads == t
+            order = np.argsort(keys[sel], kind="stable")
+            out[t] = (keys[sel][order], owner[sel][order])
+        return out
+
+    @staticmethod
+    def _between(found, start: float, stop: float) -> np.ndarray:
+        if found is None:
+            return np.empty(0, dtype=np.int64)
+        keys, rows = found
+        return rows[np.searchsorted(keys, start, "left"):np.searchsorted(keys, stop, "left")]
+
+    def in_profiler(self, row: int) -> bool:
+        """Whether the event runs under the profiler's own Python frames (its stop synchronizes the device):
+        the profiler's work, not the profiled program's. Needs stacks; False without them."""
+        f = int(self.frame_col[row])
+        seen = []
+        verdict = False
+        while f >= 0:
+            known = self._profiler_frames.get(f)
+            if known is not None:
+                verdict = known
+                break
+            seen.append(f)
+            if is_profiler_frame(str(self.name[f])):
+                verdict = True
+                break
+            f = int(self.frame_col[f])
+        for s in seen:
+            self._profiler_frames[s] = verdict
+        return verdict
+
     # -- units ---------------------------------------------------------------------------------------------
+    def is_container(self, row: int) -> bool:
+        """A range that profilers and compilers wrap around whole steps: never a unit."""
+        return self.kind[row] == "annotation" and _CONTAINER.search(self.name[row]) is not None
+
     def is_coarse(self, row: int) -> bool:
-        return self.kind[row] == "annotation" and any(c.fullmatch(self.name[row]) for c in self._coarse)
+        """Whether a unit (annotation, module, frame, op) holds several units of work: two or more GEMMs, or
+        two or more nn.Modules side by side; containers always are."""
+        hit = self._coarse.get(row)
+        if hit is None:
+            hit = self._coarse[row] = self.is_container(row) or self._holds_several_units(row)
+        return hit
+
+    def _holds_several_units(self, row: int) -> bool:
+        thread, start, stop = self.thread[row], self.ts[row], self.end[row]
+        owners = self._between(self._gemm_by_thread.get(thread), start, stop)
+        if len(set(owners.tolist()) - {row}) >= 2:
+            return True
+        side_by_side = 0
+        for m in self._between(self._modules_by_thread.get(thread), start, stop).tolist():
+            if m == row:
+                continue
+            p = self.module[m]
+            if p >= 0 and p != row and start <= self.ts[p] < stop:
+                continue  # nested in another module inside this unit
+            side_by_side += 1
+            if side_by_side >= 2:
+                return True
+        return False
 
     def unit(self, row: int) -> Scope:
         kind = {"annotation": "annotation", "module": "module", "python": "frame", "op": "op"}.get(
             self.kind[row], str(self.kind[row]))
         name = self.name[row]
-        if kind == "module" and name.startswith("nn.Module: "):
-            name = name[len("nn.Module: "):]
+        if kind == "module" and name.startswith(_MODULE_PREFIX):
+            name = name[len(_MODULE_PREFIX):]
         return Scope(row=row, kind=kind, name=name, thread=self.thread[row], ts=float(self.ts[row]),
                      end=float(self.end[row]))
 
-    def _coarse_start(self, row: int) -> float:
-        """Start of the innermost coarse annotation enclosing `row` (-inf if none)."""
-        a = self.annotation[row]
-        while a >= 0:
-            if self.is_coarse(a):
-                return float(self.ts[a])
-            a = self.annotation[a]
-        return -np.inf
+    def _enclosing_rows(self, row: int) -> list[int]:
+        """Every annotation, module and user frame enclosing `row`, innermost first."""
+        rows = []
+        for column in (self.annotation, self.module, self.user_frame):
+            u = column[row]
+            while u >= 0:
+                rows.append(int(u))
+                u = column[u]
+        rows.sort(key=lambda u: (-self.ts[u], self.end[u]))
+        return rows
+
+    def _fine_rows(self, row: int) -> list[int]:
+        """The enclosing units below the innermost coarse one, innermost first."""
+        fine = []
+        for u in self._enclosing_rows(row):
+            if self.is_coarse(u):
+                break
+            fine.append(u)
+        return fine
 
     def parent_unit(self, row: int) -> int:
-        """The innermost unit (user frame, module, non-coarse annotation) enclosing `row`, or -1."""
-        best, best_ts = -1, -np.inf
-        a = self.annotation[row]
-        while a >= 0 and self.is_coarse(a):
-            a = self.annotation[a]
-        for u in (self.user_frame[row], self.module[row], a):
-            if u >= 0 and self.ts[u] > best_ts:
-                best, best_ts = int(u), self.ts[u]
-        return best
+        """The innermost unit (user frame, module, annotation) enclosing `row` below the coarse ones, or -1."""
+        fine = self._fine_rows(row)
+        return fine[0] if fine else -1
 
     def enclosing_units(self, row: int) -> list[Scope]:
-        """Units enclosing `row`, innermost first: the nn.Modules and non-coarse annotations below the
-        innermost coarse annotation; where there are none, the user Python frames below it."""
-        floor = self._coarse_start(row)
-        structural: list[int] = []
-        a = self.annotation[row]
-        while a >= 0:
-            if not self.is_coarse(a) and self.ts[a] >= floor:
-                structural.append(int(a))
-            a = self.annotation[a]
-        m = self.module[row]
-        while m >= 0 and self.ts[m] >= floor:
-            structural.append(int(m))
-            m = self.module[m]
-        if structural:
-            structural.sort(key=lambda u: (-self.ts[u], self.end[u]))
-            return [self.unit(u) for u in structural]
-        frames = []
-        f = self.user_frame[row]
-        while f >= 0 and self.ts[f] >= floor:
-            frames.append(self.unit(int(f)))
-            f = self.user_frame[f]
-        return frames
+        """Units enclosing `row`, innermost first, below the innermost coarse unit. Python frames inside the
+        innermost nn.Module are its implementation, not units of their own: the module is the layer."""
+        fine = self._fine_rows(row)
+        first_module = next((j for j, u in enumerate(fine) if self.kind[u] == "module"), 0)
+        return [self.unit(u) for j, u in enumerate(fine) if j >= first_module or self.kind[u] != "python"]
 
     def _children_units(self, parent: int) -> list[int]:
         if self._children is None:
@@ -175,7 +244,7 @@ class ScopeIndex:
             is_unit = np.isin(self.kind, ["module", "annotation"]) | (
                 (self.kind == "python") & ~f["library_frame"].to_numpy())
             for r in np.flatnonzero(is_unit).tolist():
-                if self.kind[r] == "annotation" and self.is_coarse(r):
+                if self.is_container(r):
                     continue
                 children.setdefault(self.parent_unit(r), []).append(r)
             self._children = children
@@ -184,18 +253,10 @@ class ScopeIndex:
     # -- work inside an interval ----------------------------------------------------------------------------
     def device_events_between(self, thread: str, start: float, stop: float) -> np.ndarray:
         """Rows of device events launched from `thread` with start <= launch_ts < stop."""
-        found = self._device_by_thread.get(thread)
-        if found is None:
-            return np.empty(0, dtype=np.int64)
-        keys, rows = found
-        return rows[np.searchsorted(keys, start, "left"):np.searchsorted(keys, stop, "left")]
+        return self._between(self._device_by_thread.get(thread), start, stop)
 
     def work_ops_between(self, thread: str, start: float, stop: float) -> np.ndarray:
-        found = self._work_ops_by_thread.get(thread)
-        if found is None:
-            return np.empty(0, dtype=np.int64)
-        keys, rows = found
-        return rows[np.searchsorted(keys, start, "left"):np.searchsorted(keys, stop, "left")]
+        return self._between(self._work_ops_by_thread.get(thread), start, stop)
 
     def _other_work(self, unit: Scope, anchor: int, level: str) -> bool:
         if level == "kernel":
@@ -212,32 +273,31 @@ class ScopeIndex:
             return len(self.device_events_between(unit.thread, unit.ts, unit.end)) > 0
         return len(self.work_ops_between(unit.thread, unit.ts, unit.end)) > 0
 
-    def anchor_scope(self, anchor: int, level: str, anchors: Sequence[int] = ()) -> Scope:
+    def anchor_scope(self, anchor: int, level: str, anchors: "AnchorSet | None" = None) -> Scope:
         """The scope of an anchor event (a device event at kernel level; an op or range at op level).
 
-        Innermost unit that does work besides the anchor; from a Python frame, widened to its caller while
-        the caller holds no other anchor and no other working unit, and its own work before the anchor is
-        argument preparation only (fills, copies, casts: a placeholder scale). Such a caller, which prepares
-        arguments and calls the fused quantize-and-GEMM function, is the layer itself; a caller that also
-        adds a residual or calls a norm is not. Widening stops at an nn.Module or annotation, at `<module>`
-        and at the coarse range.
+        Innermost unit below the coarse ones that does work besides the anchor; a unit that holds another
+        anchor is coarse for this rule. From a Python frame, widened to its caller while the caller holds no
+        other anchor and no other working unit, and its own work before the anchor is argument preparation
+        only (fills, copies, casts: a placeholder scale). Widening stops at an nn.Module or annotation and at
+        `<module>`. With no unit at all: the top-level op when it holds one unit of work, else unscoped
+        (kind "anchor").
         """
-        host_row = int(self.frame.at[anchor, "launcher"]) if level == "kernel" else anchor
+        host_row = int(self.launcher[anchor]) if level == "kernel" else anchor
         if host_row < 0:
-            return self._fallback(anchor, level)
+            return self._fallback(anchor, level, anchors)
         units = self.enclosing_units(host_row)
+        if anchors is not None:
+            cut = next((j for j, u in enumerate(units) if anchors.count_in(u) > 1), len(units))
+            units = units[:cut]
         if not units:
-            return self._fallback(anchor, level)
+            return self._fallback(anchor, level, anchors)
         i = next((j for j, unit in enumerate(units) if self._other_work(unit, anchor, level)), None)
         if i is None:
             return units[0]
-        key = self.launch_ts
-        others = [a for a in anchors if a != anchor]
         while units[i].kind == "frame" and i + 1 < len(units):
             parent = units[i + 1]
             if parent.kind == "frame" and parent.name.endswith(": <module>"):
-                break
-            if any(self.thread[a] == parent.thread and parent.holds(key[a]) for a in others):
                 break
             working = [c for c in self._children_units(parent.row) if self._has_work(self.unit(c), level)]
             if working != [units[i].row]:
@@ -260,26 +320,36 @@ class ScopeIndex:
         categories = set(self.category[own].tolist()) - {"view", "alloc"}
         return categories <= _PREPARATION
 
-    def _fallback(self, anchor: int, level: str) -> Scope:
+    def _fallback(self, anchor: int, level: str, anchors: "AnchorSet | None") -> Scope:
         top = self.top_op[anchor]
         if top >= 0 and top != anchor:
-            return self.unit(int(top))
+            unit = self.unit(int(top))
+            if not self.is_coarse(int(top)) and (anchors is None or anchors.count_in(unit) <= 1):
+                return unit
         return Scope(row=-1, kind="anchor", name=str(self.name[anchor]), thread=self.thread[anchor],
                      ts=float(self.launch_ts[anchor]), end=float(self.launch_ts[anchor]))
 
     # -- named scopes ----------------------------------------------------------------------------------------
     def named_scopes(self, annotations: Iterable[str] = (), modules: Iterable[str] = (),
                      frames: Iterable[str] = (), ops: Iterable[str] = ()) -> list[Scope]:
-        """Every unit whose name matches one of the patterns (re.search), outermost instances only."""
+        """Every unit whose printed name matches one of the patterns (re.search; modules without their
+        `nn.Module: ` prefix), outermost instances only."""
         wanted: list[int] = []
         for kind, patterns in (("annotation", annotations), ("module", modules), ("python", frames),
                                ("op", ops)):
-            patterns = list(patterns)
-            if not patterns:
-                continue
             regexes = [re.compile(p) for p in patterns]
-            rows = np.flatnonzero(self.kind == kind)
-            wanted.extend(int(r) for r in rows if any(rx.search(self.name[r]) for rx in regexes))
+            if not regexes:
+                continue
+            verdict: dict[str, bool] = {}
+            for r in np.flatnonzero(self.kind == kind).tolist():
+                name = self.name[r]
+                hit = verdict.get(name)
+                if hit is None:
+                    printed = name[len(_MODULE_PREFIX):] if kind == "module" and name.startswith(
+                        _MODULE_PREFIX) else name
+                    hit = verdict[name] = any(rx.search(printed) for rx in regexes)
+                if hit:
+                    wanted.append(r)
         wanted.sort(key=lambda r: (self.thread[r], self.ts[r], -self.end[r]))
         out: list[Scope] = []
         for r in wanted:
@@ -299,18 +369,33 @@ class ScopeIndex:
         return rows[keep]
 
 
-def add_scope_column(table: EventTable, coarse: Sequence[str] = COARSE_ANNOTATIONS) -> None:
-    """Column `scope`: the label of the innermost unit (rule 1-2 of the module docstring) that each device
+class AnchorSet:
+    """The anchors of one rule in one trace, per thread by issue time: how many a unit holds, by binary
+    search, so that scoping n anchors takes n log n."""
+
+    def __init__(self, index: ScopeIndex, rows: Sequence[int]):
+        self.rows = list(rows)
+        self._by_thread = index._by_thread(np.asarray(self.rows, dtype=np.int64), index.launch_ts)
+
+    def count_in(self, unit: Scope) -> int:
+        found = self._by_thread.get(unit.thread)
+        if found is None:
+            return 0
+        keys = found[0]
+        return int(np.searchsorted(keys, unit.end, "left") - np.searchsorted(keys, unit.ts, "left"))
+
+
+def add_scope_column(table: EventTable) -> None:
+    """Column `scope`: the label of the innermost unit (rules 1-3 of the module docstring) that each device
     event, op, runtime call and allocation was issued from; None where there is none."""
-    index = ScopeIndex.of(table, coarse)
+    index = ScopeIndex.of(table)
     f = table.frame
     kinds = index.kind
-    launcher = f["launcher"].to_numpy()
     labels = np.full(len(f), None, dtype=object)
     cache: dict[tuple[int, int, int], str | None] = {}
     wanted = np.flatnonzero(np.isin(kinds, ["kernel", "memcpy", "memset", "op", "runtime", "alloc", "free"]))
     for row in wanted.tolist():
-        host = int(launcher[row]) if kinds[row] in DEVICE_KINDS else row
+        host = int(index.launcher[row]) if kinds[row] in DEVICE_KINDS else row
         if host < 0:
             continue
         key = (int(index.annotation[host]), int(index.module[host]), int(index.user_frame[host]))

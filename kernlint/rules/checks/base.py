@@ -1,0 +1,88 @@
+"""What every check kind shares: the tagged spec base, the registry, and how a finding is made.
+
+A check kind is one module in this package that defines a spec struct (a subclass of CheckSpec with its
+own `tag`, holding only the keys that apply to it) and calls `register(CheckKind(...))`. The rule schema
+builds its `[check]` union from the registry, so a key that does not apply to a kind is an error with file
+and line, and the engine dispatches through the registry, so no branch anywhere names a kind.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Sequence
+
+import msgspec
+
+from kernlint.rules.result import Finding, RuleOutcome
+from kernlint.trace.names import frame_parts
+from kernlint.trace.scopes import Scope, ScopeIndex
+
+if TYPE_CHECKING:
+    from kernlint.rules.schema import Rule
+    from kernlint.trace.table import EventTable
+
+
+class CheckSpec(msgspec.Struct, tag_field="type", forbid_unknown_fields=True, rename="kebab", frozen=True):
+    """Base of the `[check]` table of a rule file; each kind subclasses it with `tag="kind-name"`."""
+
+    @property
+    def type(self) -> str:
+        return self.__struct_config__.tag
+
+
+@dataclass(frozen=True)
+class CheckKind:
+    type: str
+    spec: type[CheckSpec]
+    summary: str
+    # One trace: (rule, table, index) -> outcome. Cross-rank kinds use run_group instead.
+    run: Callable[["Rule", "EventTable", ScopeIndex], RuleOutcome] | None = None
+    # The traces of one run (a RunGroup) -> outcome.
+    run_group: Callable[["Rule", object], RuleOutcome] | None = None
+    needs_anchor: bool = False
+    needs_scope: bool = False
+    # Extra validation of a loaded rule: returns (problem, key path) or None.
+    validate: Callable[["Rule"], tuple[str, Sequence[str]] | None] | None = None
+
+    @property
+    def cross_rank(self) -> bool:
+        return self.run_group is not None
+
+
+REGISTRY: dict[str, CheckKind] = {}
+
+
+def register(kind: CheckKind) -> CheckKind:
+    if kind.type in REGISTRY:
+        raise ValueError(f"check kind {kind.type} registered twice")
+    if kind.spec.__struct_config__.tag != kind.type:
+        raise ValueError(f"check kind {kind.type}: its spec's tag is {kind.spec.__struct_config__.tag!r}")
+    REGISTRY[kind.type] = kind
+    return kind
+
+
+def named_scopes(index: ScopeIndex, rule: "Rule") -> list[Scope]:
+    s = rule.spec.scope
+    return index.named_scopes(s.annotations, s.modules, s.frames, s.ops)
+
+
+def make_finding(rule: "Rule", index: ScopeIndex, row: int, scope: Scope, message: str,
+                 anchor: str | None, event: str | None = None, severity: str | None = None) -> Finding:
+    f = index.frame
+    op = int(f.at[row, "op"]) if index.kind[row] != "op" else row
+    top = int(index.top_op[row])
+    source = f.at[row, "source"]
+    return Finding(
+        rule=rule.id, name=rule.name, severity=severity or rule.severity, message=message,
+        trace=index.table.path, scope=scope.label, event=event or str(f.at[row, "short_name"]),
+        event_kind=str(index.kind[row]), event_category=str(index.category[row]),
+        launch_op=str(index.name[op]) if op >= 0 else None,
+        top_op=str(index.name[top]) if top >= 0 else None,
+        source=source if isinstance(source, str) else None, anchor=anchor, ts=float(index.launch_ts[row]),
+        rank=index.table.meta.rank, function=function_of(index, int(index.user_frame[row])),
+    )
+
+
+def function_of(index: ScopeIndex, frame_row: int) -> str | None:
+    if frame_row < 0:
+        return None
+    return frame_parts(str(index.name[frame_row]))[2]

@@ -1,0 +1,60 @@
+"""forbid-in-scope: no event that passes the filter inside any instance of the named scope."""
+from __future__ import annotations
+
+import numpy as np
+
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.result import decided, not_applicable
+from kernlint.trace.rows import HOST_KINDS, EventFilter, outermost
+
+
+class ForbidInScope(CheckSpec, tag="forbid-in-scope"):
+    kinds: list[str] = []                # event kinds (kernel, op, runtime, ...)
+    names: list[str] = []                # regexes searched in printed event names
+    device_categories: list[str] = []
+    op_categories: list[str] = []
+    nested: bool = False                 # also count ops that run inside a counted op
+
+
+def scope_rows(index, scope, event_filter: EventFilter, nested: bool) -> list[int]:
+    """Events issued inside one scope instance that pass the filter, in issue order. Without `nested`, an
+    op counts only when no other op of the scope encloses it (aten::linear, not the copy_ it runs); with
+    it, every matching op counts."""
+    device = index.device_events_between(scope.thread, scope.ts, scope.end).tolist()
+    host = index.rows_in_scope(scope, np.flatnonzero(np.isin(index.kind, list(HOST_KINDS))), key="ts").tolist()
+    host = [r for r in host if r != scope.row]
+    if not nested:
+        # An op counts only when its enclosing op is outside the scope instance. Runtime calls and device
+        # events are not ops: they count wherever they match (a sync inside `.cpu()`), but not twice when
+        # the op around them matches too (see `outermost`).
+        in_scope = set(r for r in host if index.kind[r] == "op")
+        host = [r for r in host if index.kind[r] != "op" or index.parent_op[r] not in in_scope]
+    rows = [r for r in device + host if event_filter(index, r) and not index.in_profiler(r)]
+    if nested:
+        return sorted(rows, key=lambda r: index.launch_ts[r])
+    return sorted(outermost(index, rows), key=lambda r: index.launch_ts[r])
+
+
+def needs_a_filter(rule):
+    c = rule.spec.check
+    if not (c.kinds or c.names or c.device_categories or c.op_categories):
+        return f"{c.type} needs at least one of kinds, names, device-categories, op-categories", ["check", "type"]
+    return None
+
+
+def run(rule, table, index):
+    scopes = named_scopes(index, rule)
+    if not scopes:
+        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]")
+    flt = EventFilter.of(rule.spec.check)
+    findings = []
+    for scope in scopes:
+        for r in scope_rows(index, scope, flt, rule.spec.check.nested):
+            event = str(index.frame.at[r, "short_name"])
+            findings.append(make_finding(rule, index, r, scope, f"{event} in {scope.label}", None))
+    return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))
+
+
+register(CheckKind(
+    type="forbid-in-scope", spec=ForbidInScope, run=run, needs_scope=True, validate=needs_a_filter,
+    summary="No event that passes the filter inside any instance of the named scope."))

@@ -1,0 +1,43 @@
+"""forbid-temporary-alloc: no buffer of the listed dtypes allocated and freed inside the named scope."""
+from __future__ import annotations
+
+import numpy as np
+
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.result import decided, not_applicable
+
+
+class ForbidTemporaryAlloc(CheckSpec, tag="forbid-temporary-alloc"):
+    dtypes: list[str]
+    min_bytes: int = 0
+
+
+def run(rule, table, index):
+    scopes = named_scopes(index, rule)
+    if not scopes:
+        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]")
+    check = rule.spec.check
+    f = index.frame
+    recorded = table.meta.profile_memory
+    if recorded is False or (recorded is None and not (index.kind == "alloc").any()):
+        # Without memory events a temporary is invisible: say so rather than pass.
+        return not_applicable(rule, "the trace has no [memory] events (record with profile_memory=True)")
+    allocs = np.flatnonzero((index.kind == "alloc") & f["dtype"].isin(set(check.dtypes)).to_numpy()
+                            & (f["bytes"].to_numpy() >= max(check.min_bytes, 1)))
+    paired = f["paired"].to_numpy()
+    findings = []
+    for scope in scopes:
+        for r in index.rows_in_scope(scope, allocs, key="ts").tolist():
+            free = paired[r]
+            if free < 0 or not (index.ts[free] < scope.end):
+                continue  # kept beyond the scope: that is the parameter itself, or a real output
+            dtype, nbytes = f.at[r, "dtype"], int(f.at[r, "bytes"])
+            findings.append(make_finding(rule, index, r, scope,
+                                         f"temporary {dtype} buffer of {nbytes} bytes allocated and freed inside "
+                                         f"{scope.label}", None, event=f"{dtype} temporary ({nbytes} B)"))
+    return decided(rule, findings, None, len(scopes))
+
+
+register(CheckKind(
+    type="forbid-temporary-alloc", spec=ForbidTemporaryAlloc, run=run, needs_scope=True,
+    summary="No buffer of the listed dtypes is allocated and freed inside the named scope."))

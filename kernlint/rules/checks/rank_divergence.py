@@ -1,0 +1,236 @@
+"""rank-divergence: the ranks of one run issue the same host-side stream of matching events.
+
+Each rank's stream is its host-side events that pass the filter (ops, and runtime calls outside any
+matching op), outermost first, keyed by what was issued and where: the op (or call) name and its launch
+site (the user Python line). A rank that issues a key more or fewer times than the reference rank (the one
+closest to the per-key mode) is an error, pointed at the extra instance by sequence alignment.
+
+A rank that issues more of some keys AND fewer of others than the reference runs another program (uneven
+embedding shards, data-dependent control flow), not the same program with a stray op: it is not compared,
+and the outcome says so (not applicable when no rank could be compared).
+
+Under the same host op, ranks may legitimately launch different device work: a library picks another sort
+path for another size, a fill of an empty tensor launches nothing. Such differences are info findings.
+Device work whose launch falls outside the profiling window (kernlint.trace.window) is left out of every
+comparison and counted in the report.
+"""
+from __future__ import annotations
+
+import difflib
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.result import Finding, decided, not_applicable
+from kernlint.trace.rows import EventFilter, inside_any, outermost
+from kernlint.trace.scopes import Scope, ScopeIndex
+from kernlint.trace.table import DEVICE_KINDS
+from kernlint.trace.window import window_edges
+
+_ALIGN_LIMIT = 20_000_000    # len(a) * len(b) above which the extra instance is taken to be the last one
+
+
+class RankDivergence(CheckSpec, tag="rank-divergence"):
+    kinds: list[str] = []                # host kinds compared: op, runtime (default: both)
+    names: list[str] = []
+    op_categories: list[str] = []        # host categories; ["*"] = every working op and launch
+    # A rank with more of some keys and fewer of others runs another program (uneven shards): by default it
+    # is not compared. Syncs are few and each one costs: a sync rule compares such ranks too.
+    compare_different_programs: bool = False
+
+
+@dataclass
+class RankStream:
+    rows: list[int]                      # host rows in issue order (thread by thread)
+    keys: list[tuple[str, str]]          # (name, launch site) per row
+    device: dict[int, list[str]]         # host row -> short names of the device work it launched (in window)
+    unknown: set[int]                    # host rows with a launch whose device work is not in the trace
+
+
+def _key(index: ScopeIndex, row: int, device_names: list[str]) -> tuple[str, str]:
+    source = index.frame.at[row, "source"]
+    site = source if isinstance(source, str) else ""
+    if index.kind[row] == "runtime" and device_names:
+        return f"{index.name[row]} -> {device_names[0]}", site
+    return str(index.name[row]), site
+
+
+def rank_stream(rule, index: ScopeIndex) -> RankStream:
+    spec = rule.spec.check
+    flt = EventFilter(tuple(spec.kinds or ("op", "runtime")), tuple(spec.names), (), tuple(spec.op_categories))
+    edges = window_edges(index.table)
+    outside = set(edges.outside.tolist())
+    host = np.flatnonzero(np.isin(index.kind, ["op", "runtime"])).tolist()
+    rows = [r for r in host if r not in outside and flt(index, r) and not index.in_profiler(r)]
+    if rule.spec.scope.is_named:
+        rows = inside_any(index, named_scopes(index, rule), rows)
+    rows = outermost(index, rows)
+    # Calls inside one op count once: a `.cpu()` copy is a pageable cudaMemcpyAsync and, on newer torch, a
+    # cudaStreamSynchronize after it; that is one sync at one line.
+    seen_ops: set[int] = set()
+    deduped = []
+    for r in sorted(rows, key=lambda r: index.ts[r]):
+        parent = int(index.parent_op[r])
+        if index.kind[r] == "runtime" and parent >= 0:
+            if parent in seen_ops:
+                continue
+            seen_ops.add(parent)
+        deduped.append(r)
+    rows = deduped
+    chosen = set(rows)
+    device: dict[int, list[str]] = defaultdict(list)
+    dev_rows = np.flatnonzero(np.isin(index.kind, list(DEVICE_KINDS)) & (index.launcher >= 0))
+    short = index.frame["short_name"].to_numpy()
+    def owner_of(row: int) -> int:
+        while row >= 0 and row not in chosen:
+            row = int(index.parent_op[row])
+        return row
+
+    for d in dev_rows[np.argsort(index.ts[dev_rows], kind="stable")].tolist():
+        owner = owner_of(int(index.launcher[d]))
+        if owner >= 0:
+            device[owner].append(str(short[d]))
+    # A launch with no device event in the trace (past the window's end, or lost): what its op ran is
+    # unknown, so that op's device work is not compared.
+    unknown = {owner_of(int(r)) for r in np.concatenate([edges.past_end, edges.unlinked_launches]).tolist()}
+    # Thread by thread (each in issue order), threads by their first event: thread ids differ across ranks.
+    by_thread: dict[str, list[int]] = defaultdict(list)
+    for r in sorted(rows, key=lambda r: index.ts[r]):
+        by_thread[index.thread[r]].append(r)
+    ordered = [r for t in sorted(by_thread, key=lambda t: index.ts[by_thread[t][0]]) for r in by_thread[t]]
+    return RankStream(ordered, [_key(index, r, device.get(r, [])) for r in ordered], dict(device), unknown)
+
+
+def _label(key: tuple[str, str]) -> str:
+    return f"{key[0]} at {key[1]}" if key[1] else key[0]
+
+
+def _extra_rows(ref: list, seq: list, rows: list[int]) -> dict[tuple, list[int]]:
+    """For each key, the rows of `seq` that alignment with `ref` marks as inserted."""
+    out: dict[tuple, list[int]] = defaultdict(list)
+    if len(ref) * len(seq) > _ALIGN_LIMIT:
+        seen: Counter = Counter()
+        limit = Counter(ref)
+        for key, row in zip(seq, rows):
+            seen[key] += 1
+            if seen[key] > limit[key]:
+                out[key].append(row)
+        return out
+    for tag, _a1, _a2, b1, b2 in difflib.SequenceMatcher(None, ref, seq, autojunk=False).get_opcodes():
+        if tag in ("insert", "replace"):
+            for j in range(b1, b2):
+                out[seq[j]].append(rows[j])
+    return out
+
+
+def run_group(rule, group) -> "RuleOutcome":
+    tables = group.tables
+    indexes = [ScopeIndex.of(t) for t in tables]
+    streams = [rank_stream(rule, ix) for ix in indexes]
+    if not any(s.rows for s in streams):
+        return not_applicable(rule, "no host event on any rank matches the rule's filter")
+    counts = [Counter(s.keys) for s in streams]
+    everything = sorted(set().union(*counts))
+    mode = {}
+    for key in everything:
+        usual = Counter(c[key] for c in counts).most_common()
+        mode[key] = min(v for v, n in usual if n == usual[0][1])  # ties go to the smaller count
+    distance = [sum(abs(c[k] - mode[k]) for k in everything) for c in counts]
+    ref = min(range(len(tables)), key=lambda i: (distance[i], tables[i].meta.rank))
+    ref_rank = tables[ref].meta.rank
+    scope = Scope(row=-1, kind="ranks", name=", ".join(str(t.meta.rank) for t in tables), thread="", ts=0.0,
+                  end=0.0)
+    findings: list[Finding] = []
+    heterogeneous: list[str] = []
+    for i, (table, index, stream, c) in enumerate(zip(tables, indexes, streams, counts)):
+        if i == ref:
+            continue
+        rank = table.meta.rank
+        more = [k for k in everything if c[k] > counts[ref][k]]
+        fewer = [k for k in everything if c[k] < counts[ref][k]]
+        if more and fewer and not rule.spec.check.compare_different_programs:
+            # Not one stray op but another program: more of some ops and fewer of others (embedding tables
+            # sharded unevenly, data-dependent control flow). Comparing such ranks op by op says nothing.
+            heterogeneous.append(f"rank {rank} issues more of {len(more)} and fewer of {len(fewer)} kinds of "
+                                 f"event than rank {ref_rank} (e.g. {_label(more[0])}; {_label(fewer[0])})")
+            continue
+        if stream.keys != streams[ref].keys:
+            extra = _extra_rows(streams[ref].keys, stream.keys, stream.rows)
+            for key in everything:
+                delta = c[key] - counts[ref][key]
+                if delta == 0:
+                    continue
+                message = (f"rank {rank} issues {abs(delta)} {'more' if delta > 0 else 'fewer'} {_label(key)} "
+                           f"than rank {ref_rank} ({c[key]} against {counts[ref][key]})")
+                rows = extra.get(key) if delta > 0 else None
+                if delta < 0 and len(tables) == 2:
+                    # Two ranks: no majority, so point at the rank that has the extra one, at its line.
+                    ref_extra = _extra_rows(stream.keys, streams[ref].keys, streams[ref].rows).get(key)
+                    if ref_extra:
+                        findings.append(make_finding(
+                            rule, indexes[ref], ref_extra[0], scope,
+                            f"rank {ref_rank} issues {-delta} more {_label(key)} than rank {rank} "
+                            f"({counts[ref][key]} against {c[key]})", None))
+                        continue
+                if rows:
+                    findings.append(make_finding(rule, indexes[i], rows[0], scope, message, None))
+                else:
+                    findings.append(Finding(
+                        rule=rule.id, name=rule.name, severity=rule.severity, message=message, trace=table.path,
+                        scope=scope.label, event=key[0], event_kind="missing", event_category="",
+                        launch_op=None, top_op=None, source=key[1] or None, anchor=None, ts=0.0, rank=rank))
+            if c == counts[ref]:
+                j = next(j for j, (a, b) in enumerate(zip(stream.keys, streams[ref].keys)) if a != b)
+                findings.append(make_finding(rule, index, stream.rows[j], scope,
+                                             f"rank {rank} issues {_label(stream.keys[j])} where rank {ref_rank} "
+                                             f"issues {_label(streams[ref].keys[j])} (position {j}): same "
+                                             "events in another order", None, severity="info"))
+        findings.extend(_device_differences(rule, index, stream, streams[ref], rank, ref_rank, scope))
+    if heterogeneous and not findings:
+        return not_applicable(rule, "the ranks run different host programs, not one program with a stray "
+                                    "difference: " + "; ".join(heterogeneous))
+    note = ("not compared, running different host programs: " + "; ".join(heterogeneous)) if heterogeneous else None
+    return decided(rule, findings, "host", len(tables), note)
+
+
+def _device_differences(rule, index, stream: RankStream, ref: RankStream, rank, ref_rank, scope) -> list[Finding]:
+    """Info findings: under the k-th instance of the same host key, different device work (per key, once)."""
+    by_key_ref: dict[tuple, list[int]] = defaultdict(list)
+    for key, row in zip(ref.keys, ref.rows):
+        by_key_ref[key].append(row)
+    by_key: dict[tuple, list[int]] = defaultdict(list)
+    for key, row in zip(stream.keys, stream.rows):
+        by_key[key].append(row)
+    out = []
+    for key, rows in by_key.items():
+        ref_rows = by_key_ref.get(key, [])
+        if len(rows) != len(ref_rows):
+            continue  # a count difference is already an error above
+        differing = [(r, q) for r, q in zip(rows, ref_rows)
+                     if r not in stream.unknown and q not in ref.unknown
+                     and Counter(stream.device.get(r, [])) != Counter(ref.device.get(q, []))]
+        if not differing:
+            continue
+        r, q = differing[0]
+        mine = ", ".join(stream.device.get(r, [])) or "no device work"
+        theirs = ", ".join(ref.device.get(q, [])) or "no device work"
+        out.append(make_finding(
+            rule, index, r, scope,
+            f"under {_label(key)}, rank {rank} launched {mine} where rank {ref_rank} launched {theirs} "
+            f"({len(differing)} of {len(rows)} instance(s); data-dependent dispatch, not a divergence of the code)",
+            None, severity="info"))
+    return out
+
+
+def _needs_a_filter(rule):
+    c = rule.spec.check
+    if not (c.kinds or c.names or c.op_categories):
+        return "rank-divergence needs at least one of kinds, names, op-categories", ["check", "type"]
+    return None
+
+
+register(CheckKind(
+    type="rank-divergence", spec=RankDivergence, run_group=run_group, validate=_needs_a_filter,
+    summary="The ranks of one distributed run issue the same host-side stream of matching events."))

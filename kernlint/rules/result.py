@@ -1,0 +1,127 @@
+"""What checking produces: findings, per-rule outcomes, per-trace reports, and the exit policy."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from kernlint.rules.severity import SEVERITY_ORDER
+
+STATUS_FAILED = "failed"
+STATUS_PASSED = "passed"
+STATUS_NOT_APPLICABLE = "not-applicable"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule violation, pointing at the offending event and the code that launched it."""
+
+    rule: str
+    name: str
+    severity: str
+    message: str
+    trace: str
+    scope: str
+    event: str
+    event_kind: str
+    event_category: str
+    launch_op: str | None
+    top_op: str | None
+    source: str | None
+    anchor: str | None
+    ts: float
+    rank: int | None = None
+    function: str | None = None    # the user function at `source`
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable identity across runs (no timestamps, no file paths): for baselines."""
+        return "|".join([self.rule, self.scope, self.event, self.top_op or "", self.anchor or ""])
+
+
+@dataclass
+class RuleOutcome:
+    rule: str
+    name: str
+    severity: str
+    status: str
+    level: str | None = None       # "kernel" or "op" for anchored checks
+    instances: int = 0             # anchors or scope instances checked
+    reason: str | None = None      # why not applicable
+    note: str | None = None        # e.g. which part of the rule could not run on this trace
+    findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass
+class TraceReport:
+    trace: str
+    events: int
+    has_device_events: bool
+    has_stacks: bool
+    rank: int | None
+    outcomes: list[RuleOutcome]
+    ranks: list[int] | None = None   # set for the report of a group of ranks (the cross-rank rules)
+    notes: list[str] = field(default_factory=list)    # run grouping, missing ranks, profiling-window edges
+    outside_window: dict[str, int] = field(default_factory=dict)  # what was kept out of comparisons, by kind
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for o in self.outcomes for f in o.findings]
+
+
+def not_applicable(rule, reason: str) -> RuleOutcome:
+    return RuleOutcome(rule.id, rule.name, rule.severity, STATUS_NOT_APPLICABLE, reason=reason)
+
+
+def decided(rule, findings: list[Finding], level: str | None, instances: int, note: str | None = None
+            ) -> RuleOutcome:
+    """Failed when a finding at the rule's own severity or above exists; info-only findings pass."""
+    failing = any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[rule.severity] for f in findings)
+    return RuleOutcome(rule.id, rule.name, rule.severity, STATUS_FAILED if failing else STATUS_PASSED,
+                       level=level, instances=instances, findings=findings, note=note)
+
+
+def merge_outcomes(outcomes: list[RuleOutcome]) -> RuleOutcome:
+    """One rule's outcomes over several traces (the ranks of a run) as one: failed if any failed, passed if
+    any passed, else not applicable."""
+    if len(outcomes) == 1:
+        return outcomes[0]
+    statuses = {o.status for o in outcomes}
+    status = next(s for s in (STATUS_FAILED, STATUS_PASSED, STATUS_NOT_APPLICABLE) if s in statuses)
+    first = outcomes[0]
+    levels = {o.level for o in outcomes if o.status != STATUS_NOT_APPLICABLE}
+    return RuleOutcome(first.rule, first.name, first.severity, status,
+                       level=levels.pop() if len(levels) == 1 else None,
+                       instances=sum(o.instances for o in outcomes),
+                       reason="; ".join(sorted({o.reason for o in outcomes if o.reason})) or None,
+                       note="; ".join(sorted({o.note for o in outcomes if o.note})) or None,
+                       findings=[f for o in outcomes for f in o.findings])
+
+
+def merge_reports(reports: Sequence[TraceReport]) -> TraceReport:
+    """The reports of one run's traces (its ranks, and their group) as one, rule by rule."""
+    if len(reports) == 1:
+        return reports[0]
+    by_rule: dict[str, list[RuleOutcome]] = {}
+    for report in reports:
+        for o in report.outcomes:
+            by_rule.setdefault(o.rule, []).append(o)
+    outside: dict[str, int] = {}
+    for report in reports:
+        for k, v in report.outside_window.items():
+            outside[k] = outside.get(k, 0) + v
+    return TraceReport(trace=str(Path(reports[0].trace).parent), events=sum(r.events for r in reports),
+                       has_device_events=all(r.has_device_events for r in reports),
+                       has_stacks=all(r.has_stacks for r in reports), rank=None,
+                       outcomes=[merge_outcomes(outs) for outs in by_rule.values()],
+                       notes=[n for r in reports for n in r.notes], outside_window=outside)
+
+
+def exit_status(reports: Iterable[TraceReport], fail_on: str = "warning") -> int:
+    """0 when no finding at or above `fail_on` severity, else 1."""
+    threshold = SEVERITY_ORDER[fail_on]
+    for report in reports:
+        for f in report.findings:
+            if SEVERITY_ORDER[f.severity] >= threshold:
+                return 1
+    return 0
