@@ -106,3 +106,33 @@ def test_audit_replay_of_recorded_fixtures_reports_every_verdict_as_expected():
     assert len(data["cases"]) >= 6, "the GPU fixture cases are missing"
     assert data["all_as_expected"] is True, data
     assert result.exit_code == 0
+
+
+def test_explain_schema_prints_the_rule_language_reference():
+    result = run("explain", "--schema")
+    assert result.exit_code == 0
+    for needle in ("# The kernlint rule language", "## Check types", "`rank-divergence`", "`nested`",
+                   '"*"` means every *working* category', "@act-quant-1x128-kernel"):
+        assert needle in result.output, needle
+    assert run("explain").exit_code == 2
+
+
+def test_a_folder_check_lists_what_it_skipped_and_the_run_groups(tmp_path):
+    """The real HTA two-rank folder, plus a run-metadata JSON and a README: both traces are found (their
+    names are not *.pt.trace.json), the others are listed as skipped, and the group says 126 ranks are
+    missing."""
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(FIXTURES / "external" / "hta__trace_filter_2rank", folder)
+    (folder / "rank0.run.json").write_text(json.dumps({"torch": "2.11"}))
+    result = run("check", folder, "--format", "json")
+    data = json.loads(result.output)
+    assert sorted(t["path"].rsplit("/", 1)[-1] for t in data["traces"] if not t["ranks"]) == [
+        "trace_filter__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"]
+    assert [s["path"].rsplit("/", 1)[-1] for s in data["skipped"]] == ["rank0.run.json"]
+    (group,) = [t for t in data["traces"] if t["ranks"]]
+    assert group["ranks"] == [0, 1]
+    assert any("126 of 128 ranks missing" in n for n in group["notes"])
+    text = run("check", folder).output
+    assert "Skipped 1 file(s)" in text and "rank0.run.json" in text and "126 of 128 ranks missing" in text

@@ -378,3 +378,11 @@ def named_pattern(name: str) -> str:
         return NAMED_PATTERNS[name]
     except KeyError:
         raise KeyError(f"no named pattern {name!r} (known: {', '.join(sorted(NAMED_PATTERNS))})") from None
+
+
+def pattern_label(pattern: str) -> str:
+    """How to show a rule's pattern: `@name` when it is a names-table entry, else `/regex/`."""
+    for name, value in NAMED_PATTERNS.items():
+        if value == pattern:
+            return f"@{name}"
+    return f"/{pattern}/"

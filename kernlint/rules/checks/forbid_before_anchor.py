@@ -34,10 +34,10 @@ def anchor_reason(rule, table) -> str:
     anchor = rule.spec.anchor
     parts = []
     if anchor.kernel:
-        parts.append(f"no kernel matches /{anchor.kernel}/" if table.has_device_events
+        parts.append(f"no kernel matches {names.pattern_label(anchor.kernel)}" if table.has_device_events
                      else "the trace has no GPU events (kernel-level check)")
     if anchor.op:
-        parts.append(f"no op or range matches /{anchor.op}/")
+        parts.append(f"no op or range matches {names.pattern_label(anchor.op)}")
     return "; ".join(parts)
 
 
@@ -68,7 +68,7 @@ def run(rule, table, index):
     elif rule.spec.anchor.kernel:
         notes.append("kernel-level check not applicable: the trace has no GPU events; checked at op level"
                      if not table.has_device_events else
-                     f"no kernel matches /{rule.spec.anchor.kernel}/; checked at op level")
+                     f"no kernel matches {names.pattern_label(rule.spec.anchor.kernel)}; checked at op level")
     check = rule.spec.check
     anchor_list = anchors.tolist()
     anchor_set = set(anchor_list)

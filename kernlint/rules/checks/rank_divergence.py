@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
-from kernlint.rules.result import Finding, decided, not_applicable
+from kernlint.rules.result import Finding, RuleOutcome, decided, not_applicable
 from kernlint.trace.rows import EventFilter, inside_any, outermost
 from kernlint.trace.scopes import Scope, ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS
@@ -125,7 +125,7 @@ def _extra_rows(ref: list, seq: list, rows: list[int]) -> dict[tuple, list[int]]
     return out
 
 
-def run_group(rule, group) -> "RuleOutcome":
+def run_group(rule, group) -> RuleOutcome:
     tables = group.tables
     indexes = [ScopeIndex.of(t) for t in tables]
     streams = [rank_stream(rule, ix) for ix in indexes]

@@ -4,6 +4,7 @@ from __future__ import annotations
 from kernlint.rules.checks.base import CheckKind, CheckSpec, named_scopes, register
 from kernlint.rules.checks.forbid_before_anchor import find_anchors
 from kernlint.rules.result import Finding, decided, not_applicable
+from kernlint.trace.names import pattern_label
 from kernlint.trace.rows import inside_any
 
 
@@ -24,7 +25,7 @@ def run(rule, table, index):
         source = index.frame.at[scope.row, "source"] if scope.row >= 0 else None
         findings.append(Finding(
             rule=rule.id, name=rule.name, severity=rule.severity,
-            message=f"{scope.label} has no event matching /{pattern}/", trace=table.path, scope=scope.label,
+            message=f"{scope.label} has no event matching {pattern_label(pattern)}", trace=table.path, scope=scope.label,
             event=scope.name, event_kind=scope.kind, event_category="", launch_op=None, top_op=None,
             source=source if isinstance(source, str) else None, anchor=None, ts=scope.ts, rank=table.meta.rank))
     return decided(rule, findings, level, len(scopes))
