@@ -357,12 +357,16 @@ def test_capture_twice_into_one_out_dir_writes_two_run_folders(tmp_path):
 
 
 def test_a_new_run_folder_is_never_shared(tmp_path, monkeypatch):
-    suffixes = iter(["aaaaaa", "aaaaaa", "aaaaaa", "bbbbbb"])
+    """Names are microsecond stamps, increasing within a process; another process that comes up with the
+    same name (same microsecond, same suffix) loses the mkdir and draws again."""
+    suffixes = iter(["aaaaaa", "aaaaaa", "bbbbbb"])
     monkeypatch.setattr(runner_module.secrets, "token_hex", lambda n: next(suffixes))
-    monkeypatch.setattr(runner_module.time, "time", lambda: 0.25)
+    monkeypatch.setattr(runner_module.time, "time_ns", lambda: 250_000_000)
+    monkeypatch.setattr(runner_module, "_last_stamp_us", 0)
     first = new_run_dir(tmp_path, "w")
-    second = new_run_dir(tmp_path, "w")  # the same name comes up twice: another suffix is drawn
-    assert first.name == "19700101T000000.250Z-aaaaaa" and second.name == "19700101T000000.250Z-bbbbbb"
+    monkeypatch.setattr(runner_module, "_last_stamp_us", 0)   # as if another process, same microsecond
+    second = new_run_dir(tmp_path, "w")
+    assert first.name == "19700101T000000.250000Z-aaaaaa" and second.name == "19700101T000000.250001Z-bbbbbb"
     assert sorted(p.name for p in (tmp_path / "w").iterdir()) == [first.name, second.name]
 
 

@@ -31,8 +31,12 @@ class Capture:
     run_dir: Path
 
 
+_last_stamp_us = 0
+
+
 def new_run_dir(out_dir: str | os.PathLike, run_name: str) -> Path:
-    """Create and return a fresh folder `out_dir/run_name/<YYYYmmddTHHMMSS.mmmZ>-<6 hex>/` for one invocation.
+    """Create and return a fresh folder `out_dir/run_name/<YYYYmmddTHHMMSS.ffffffZ>-<6 hex>/` for one
+    invocation.
 
     The folder is made with a plain mkdir (no exist_ok), so it is this invocation's alone; on the rare
     collision another random suffix is tried. Names sort by creation time.
@@ -42,9 +46,11 @@ def new_run_dir(out_dir: str | os.PathLike, run_name: str) -> Path:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(parent, f"cannot create the run folder: {exc.strerror or exc}") from None
+    global _last_stamp_us
     for _ in range(_NEW_FOLDER_ATTEMPTS):
-        now = time.time()
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+        # Microseconds, strictly increasing within this process, so that names sort by creation time.
+        _last_stamp_us = us = max(time.time_ns() // 1000, _last_stamp_us + 1)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(us / 1e6)) + f".{us % 1_000_000:06d}Z"
         folder = parent / f"{stamp}-{secrets.token_hex(3)}"
         try:
             folder.mkdir()
