@@ -25,6 +25,8 @@ class CheckResult:
         statuses = {o.status for r in self.reports for o in r.outcomes if o.rule == rule_id}
         if "failed" in statuses:
             return "failed"
+        if "incomplete" in statuses:
+            return "incomplete"
         if "passed" in statuses:
             return "passed"
         return "not-applicable"

@@ -10,6 +10,11 @@ from kernlint.rules.severity import SEVERITY_ORDER
 STATUS_FAILED = "failed"
 STATUS_PASSED = "passed"
 STATUS_NOT_APPLICABLE = "not-applicable"
+# The rule's evidence was damaged or could not all be read: never a pass.
+STATUS_INCOMPLETE = "incomplete"
+
+# Exit codes of a check (the CLI documents them).
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_INCOMPLETE = 0, 1, 4
 
 
 @dataclass(frozen=True)
@@ -82,12 +87,13 @@ def decided(rule, findings: list[Finding], level: str | None, instances: int, no
 
 
 def merge_outcomes(outcomes: list[RuleOutcome]) -> RuleOutcome:
-    """One rule's outcomes over several traces (the ranks of a run) as one: failed if any failed, passed if
-    any passed, else not applicable."""
+    """One rule's outcomes over several traces (the ranks of a run) as one: failed if any failed, else
+    incomplete if any was, passed if any passed, else not applicable."""
     if len(outcomes) == 1:
         return outcomes[0]
     statuses = {o.status for o in outcomes}
-    status = next(s for s in (STATUS_FAILED, STATUS_PASSED, STATUS_NOT_APPLICABLE) if s in statuses)
+    status = next(s for s in (STATUS_FAILED, STATUS_INCOMPLETE, STATUS_PASSED, STATUS_NOT_APPLICABLE)
+                  if s in statuses)
     first = outcomes[0]
     levels = {o.level for o in outcomes if o.status != STATUS_NOT_APPLICABLE}
     return RuleOutcome(first.rule, first.name, first.severity, status,
@@ -117,11 +123,18 @@ def merge_reports(reports: Sequence[TraceReport]) -> TraceReport:
                        notes=[n for r in reports for n in r.notes], outside_window=outside)
 
 
-def exit_status(reports: Iterable[TraceReport], fail_on: str = "warning") -> int:
-    """0 when no finding at or above `fail_on` severity, else 1."""
+def exit_status(reports: Iterable[TraceReport], fail_on: str = "warning", *, allow_incomplete: bool = False,
+                incomplete_input: bool = False) -> int:
+    """1 when a finding is at or above `fail_on`; else 4 when something could not be fully checked (an
+    incomplete rule, or `incomplete_input`: entries that could not be read), unless `allow_incomplete`;
+    else 0."""
     threshold = SEVERITY_ORDER[fail_on]
+    reports = list(reports)
     for report in reports:
         for f in report.findings:
             if SEVERITY_ORDER[f.severity] >= threshold:
-                return 1
-    return 0
+                return EXIT_FINDINGS
+    if not allow_incomplete and (incomplete_input or any(o.status == STATUS_INCOMPLETE for r in reports
+                                                         for o in r.outcomes)):
+        return EXIT_INCOMPLETE
+    return EXIT_CLEAN
