@@ -4,6 +4,14 @@ Accepted paths: a trace file (any name: gzip is detected by its magic bytes), or
 recursively, in which every `.json` / `.json.gz` file whose head is a kineto trace is taken, whatever its
 name (`rank-0.json.gz`, `worker0.<ms>.pt.trace.json`, `train.json`...). `discover_traces` also says which
 entries it passed over and why. Every problem with a trace raises TraceError naming the file.
+
+Reading is bounded: a trace larger than `max_bytes` of JSON (DEFAULT_MAX_TRACE_BYTES unless the caller
+says otherwise; the CLI's --max-trace-bytes) is refused with one TraceError before it is held in memory. A
+gzip file is decompressed as a stream: its output is kept only while it stays under KEEP_WHILE_COUNTING;
+past that, the first pass only counts, and a second pass, once the size is known to be within the cap,
+fills a buffer of exactly that size. A gzip bomb therefore costs at most KEEP_WHILE_COUNTING of memory and
+the time to inflate `max_bytes`. Running out of memory anyway, JSON nested too deeply, and a trace without
+events are TraceErrors too, never another exception.
 """
 from __future__ import annotations
 
@@ -21,7 +29,6 @@ import msgspec
 
 from kernlint.errors import TraceError
 from kernlint.trace.schema import RawEvent, RawTrace
-from kernlint.trace.scopes import add_scope_column
 from kernlint.trace.table import EventTable, build_event_table
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
@@ -29,7 +36,18 @@ JSON_SUFFIXES = (".json", ".json.gz")   # a folder's files with these suffixes a
 SNIFF_BYTES = 64 * 1024                 # how much of a file's (decompressed) head the sniffer reads
 _GZIP_MAGIC = b"\x1f\x8b"
 
-_BARE_NA = re.compile(rb'(?<!")N/A(?!")')
+# Decompressed JSON accepted by default: 2 GiB. Generous (kineto traces of a long serving profile reach a
+# few hundred MB; decoding needs about 3-4x the JSON size in memory), and a 4 GiB gzip bomb is refused after
+# inflating 2 GiB (about 2 s) while holding at most KEEP_WHILE_COUNTING (bench/gzip_bomb.py measures it).
+DEFAULT_MAX_TRACE_BYTES = 2 * 1024 ** 3
+# A gzip trace's output is kept while it is at most this large; past it the first pass only counts.
+KEEP_WHILE_COUNTING = 256 * 1024 ** 2
+_READ_CHUNK = 1 << 20      # compressed bytes read at a time
+_INFLATE_CHUNK = 1 << 20   # at most this many decompressed bytes per zlib call (a bomb expands ~1000x;
+                           # one call briefly holds twice this)
+
+# One whole JSON string, escapes included (the N/A repair skips strings: "x N/A y" stays as it is).
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _trace_decoder = msgspec.json.Decoder(RawTrace)
 _array_decoder = msgspec.json.Decoder(list[RawEvent])
 
@@ -40,6 +58,9 @@ class SkippedEntry:
 
     path: Path
     reason: str
+    # Could not be read (no permission, dangling link, FIFO, broken gzip): what it holds was not checked.
+    # False for a file that was read and is not a kineto trace.
+    unreadable: bool = False
 
 
 @dataclass
@@ -115,7 +136,7 @@ def _discover_folder(folder: Path, found: Discovery) -> None:
             with os.scandir(current) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            skipped.append(SkippedEntry(current, f"cannot list folder: {exc.strerror or exc}"))
+            skipped.append(SkippedEntry(current, f"cannot list folder: {exc.strerror or exc}", unreadable=True))
             continue
         subfolders = []
         for entry in entries:
@@ -126,7 +147,7 @@ def _discover_folder(folder: Path, found: Discovery) -> None:
             except OSError as exc:
                 looked += 1
                 reason = _link_problem(exc) if is_link else f"cannot read: {exc.strerror or exc}"
-                skipped.append(SkippedEntry(path, reason))
+                skipped.append(SkippedEntry(path, reason, unreadable=True))
                 continue
             if stat.S_ISDIR(st.st_mode):
                 key = (st.st_dev, st.st_ino)
@@ -140,7 +161,8 @@ def _discover_folder(folder: Path, found: Discovery) -> None:
                 continue
             looked += 1
             if not stat.S_ISREG(st.st_mode):
-                skipped.append(SkippedEntry(path, f"not a regular file ({_file_type(st.st_mode)}); not opened"))
+                skipped.append(SkippedEntry(path, f"not a regular file ({_file_type(st.st_mode)}); not opened",
+                                            unreadable=True))
                 continue
             if not entry.name.lower().endswith(JSON_SUFFIXES):
                 ignored += 1
@@ -149,7 +171,7 @@ def _discover_folder(folder: Path, found: Discovery) -> None:
             if problem is None:
                 files.append(path)
             else:
-                skipped.append(SkippedEntry(path, problem))
+                skipped.append(SkippedEntry(path, problem, unreadable=problem.startswith(_UNREADABLE_SNIFF)))
         pending.extend(reversed(subfolders))
     if not files:
         detail = f"{looked} file{'s' if looked != 1 else ''} looked at"
@@ -183,6 +205,10 @@ def _file_type(mode: int) -> str:
         if test(mode):
             return name
     return "a special file"
+
+
+# What sniff_trace says when it could not read a file, as opposed to a file it read that is not a trace.
+_UNREADABLE_SNIFF = ("cannot read", "not a valid gzip file")
 
 
 def sniff_trace(path: Path) -> str | None:
@@ -254,24 +280,156 @@ def _head_problem(head: bytes) -> str | None:
     return f"not a kineto trace (JSON without traceEvents{where})"
 
 
-def read_trace_bytes(path: Path) -> bytes:
+def read_trace_bytes(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> bytes | bytearray:
+    """The JSON text of a trace file, decompressed when it is gzip (told by its magic bytes), never more
+    than `max_bytes` of it: a larger file, or a gzip that decompresses to more, raises TraceError without
+    being held in memory. Multi-member gzip files (and zero padding after the last member) are read whole.
+    A gzip trace comes back as a bytearray (filled in place, not copied); msgspec decodes either."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as raw:
+            size = os.fstat(raw.fileno()).st_size
+            magic = raw.read(2)
+            raw.seek(0)
+            if magic == _GZIP_MAGIC:
+                data = _gunzip(raw, path, max_bytes)
+            else:
+                if path.name.endswith(".gz"):
+                    raise TraceError(path, "named .gz but is not gzip-compressed")
+                if size > max_bytes:
+                    raise TraceError(path, f"is {size:,} bytes, more than the limit of {max_bytes:,}; "
+                                     "raise --max-trace-bytes to read it")
+                data = raw.read()
+                if len(data) > max_bytes:  # it grew since stat
+                    raise TraceError(path, f"is more than {max_bytes:,} bytes; raise --max-trace-bytes to read it")
     except OSError as exc:
         raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
-    if data[:2] == _GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceError(path, f"not a valid gzip file ({exc})") from None
-    elif path.name.endswith(".gz"):
-        raise TraceError(path, "named .gz but is not gzip-compressed")
-    if not data.strip():
+    if not data or data.isspace():
         raise TraceError(path, "file is empty")
     return data
 
 
-def decode_trace(data: bytes, path: Path) -> RawTrace:
+def _gunzip(raw, path: Path, max_bytes: int) -> bytes | bytearray:
+    kept: bytearray | None = bytearray()
+
+    def keep(chunk: bytes) -> None:
+        nonlocal kept
+        if kept is not None:
+            if len(kept) + len(chunk) <= KEEP_WHILE_COUNTING:
+                kept += chunk
+            else:  # too large to keep on a first pass: count only, then read again once the size is known
+                kept = None
+
+    total = _inflate(raw, path, max_bytes, keep)
+    if kept is not None:
+        return kept
+    buffer = bytearray(total)
+    view = memoryview(buffer)
+    pos = 0
+
+    def fill(chunk: bytes) -> None:
+        nonlocal pos
+        end = pos + len(chunk)
+        if end > total:
+            raise TraceError(path, "changed while it was read")
+        view[pos:end] = chunk
+        pos = end
+
+    raw.seek(0)
+    _inflate(raw, path, max_bytes, fill)
+    view.release()
+    if pos != total:
+        raise TraceError(path, "changed while it was read")
+    return buffer
+
+
+def _inflate(raw, path: Path, max_bytes: int, sink) -> int:
+    """Decompress every gzip member of `raw` in bounded chunks, handing each to `sink`; the total size.
+    Raises TraceError as soon as the output passes `max_bytes`, and for a damaged or cut-short gzip."""
+    total = 0
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pending = b""
+    try:
+        while True:
+            if not pending:
+                pending = raw.read(_READ_CHUNK)
+                if not pending:
+                    break
+            if inflater.eof:  # one member ended: zero padding, or the next member
+                pending = pending.lstrip(b"\0")
+                if not pending:
+                    continue
+                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            out = inflater.decompress(pending, _INFLATE_CHUNK)
+            pending = inflater.unused_data if inflater.eof else inflater.unconsumed_tail
+            total = _take(out, total, max_bytes, path, sink)
+        while not inflater.eof:  # output zlib still holds back (every input is read)
+            out = inflater.decompress(b"", _INFLATE_CHUNK)
+            if not out:
+                break
+            total = _take(out, total, max_bytes, path, sink)
+    except zlib.error as exc:
+        raise TraceError(path, f"not a valid gzip file ({exc})") from None
+    if not inflater.eof:
+        raise TraceError(path, "not a valid gzip file (compressed data ends early)")
+    return total
+
+
+def _take(out: bytes, total: int, max_bytes: int, path: Path, sink) -> int:
+    total += len(out)
+    if total > max_bytes:
+        raise TraceError(path, f"decompresses to more than {max_bytes:,} bytes; raise --max-trace-bytes to read it")
+    if out:
+        sink(out)
+    return total
+
+
+def _quote_bare_na(data: bytes | bytearray) -> bytes:
+    """Quote every N/A token outside a JSON string (some kineto versions wrote N/A unquoted); strings, even
+    ones holding "N/A", stay as they are. Only the neighbourhood of each N/A is scanned: a raw newline is
+    never inside a JSON string, so the scan for string boundaries starts at the line of the N/A (kineto
+    writes an event a line), or where the previous scan stopped."""
+    parts: list = []
+    copied = scan = 0   # `scan` is always outside a string
+    at = data.find(b"N/A")
+    while at >= 0:
+        line = data.rfind(b"\n", scan, at)
+        if line >= 0:
+            scan = line + 1
+        inside = False
+        while True:
+            quote = data.find(b'"', scan, at)
+            if quote < 0:
+                break
+            string = _JSON_STRING.match(data, quote)
+            if string is None:  # an unterminated string: nothing after it is repaired
+                at = -1
+                inside = True
+                break
+            scan = string.end()
+            if scan > at:
+                inside = True
+                break
+        if at < 0:
+            break
+        if not inside:
+            parts += (data[copied:at], b'"N/A"')
+            copied = scan = at + 3
+        at = data.find(b"N/A", max(scan, at + 3))
+    if not parts:
+        return bytes(data)
+    parts.append(data[copied:])
+    return b"".join(parts)
+
+
+def decode_trace(data: bytes | bytearray, path: Path) -> RawTrace:
+    try:
+        return _decode(data, path)
+    except RecursionError:
+        raise TraceError(path, "nested too deeply: its JSON nests lists or objects deeper than kernlint can "
+                         "decode") from None
+
+
+def _decode(data: bytes | bytearray, path: Path) -> RawTrace:
     try:
         return _trace_decoder.decode(data)
     except msgspec.ValidationError as exc:
@@ -286,16 +444,29 @@ def decode_trace(data: bytes, path: Path) -> RawTrace:
         raise TraceError(path, f"unexpected trace schema: {message}") from None
     except msgspec.DecodeError as exc:
         if b"N/A" in data:  # some kineto versions wrote a bare N/A value; quote it and try once more
-            repaired = _BARE_NA.sub(b'"N/A"', data)
+            repaired = _quote_bare_na(data)
             if repaired != data:
-                return decode_trace(repaired, path)
+                return _decode(repaired, path)
         raise TraceError(path, f"not valid JSON: {exc}") from None
 
 
-def load_trace(path: str | Path) -> EventTable:
-    """Read one trace file into an EventTable."""
+def load_trace(path: str | Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> EventTable:
+    """Read one trace file (at most `max_bytes` of JSON) into an EventTable. Every problem is a TraceError
+    naming the file: unreadable, too large, not JSON, not a trace, no events, nested too deeply, out of
+    memory. Events whose fields are damaged are kept and counted (kernlint.trace.damage)."""
     path = Path(path)
-    raw = decode_trace(read_trace_bytes(path), path)
-    table = build_event_table(raw, path)
-    add_scope_column(table)
+    size = None
+    try:
+        data = read_trace_bytes(path, max_bytes)
+        size = len(data)
+        raw = decode_trace(data, path)
+        del data
+        table = build_event_table(raw, path)
+        del raw
+    except MemoryError:
+        what = f"{size:,} bytes of JSON" if size is not None else "the file"
+        raise TraceError(path, f"out of memory while reading ({what}); a smaller profiling window or a "
+                         "machine with more memory is needed") from None
+    except RecursionError:
+        raise TraceError(path, "nested too deeply to analyse") from None
     return table

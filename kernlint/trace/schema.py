@@ -2,7 +2,10 @@
 
 msgspec decodes straight into these typed structs, skipping every field not named here, so a large trace
 never becomes a dict per event. Every field is optional with a loose type: traces from torch 1.x to 2.13,
-and from other writers (vLLM, TensorBoard plugins), differ in which fields they carry. The mapping from
+and from other writers (vLLM, TensorBoard plugins), differ in which fields they carry. The fields every
+analysis rests on (`name`, `cat`, `ts`, `dur`, `pid`, `tid`, the ids) take any JSON value: a
+damaged value is not a reason to refuse the whole trace; kernlint.trace.table parses them, and
+kernlint.trace.damage counts the events whose value could not be used. The mapping from
 raw kineto argument names ("External id", "Input type") to snake_case names lives in ARG_FIELDS, a
 versioned table like HTA's event_args yaml: adding an argument is one line there and one field below.
 """
@@ -27,14 +30,16 @@ ARG_FIELDS: dict[str, str] = {
     "device": "device",              # kernels, memcpy, memset
     "stream": "stream",
     "memcpy_bytes": "bytes",         # memcpy / memset size
+    "python_id": "Python id",        # Python frames (with_stack): the frame's id ...
+    "python_parent_id": "Python parent id",  # ... and its caller's; checked against the time nesting
 }
 
 Scalar = Union[int, float, str, None]
 
 
 class RawArgs(msgspec.Struct, rename=ARG_FIELDS):
-    external_id: Scalar = None
-    correlation: Scalar = None
+    external_id: Any = None    # ids: any JSON value; ints above 2**63 (uint64 ids) stay exact Python ints
+    correlation: Any = None
     # Kept as raw JSON and decoded only for the few ops whose dtypes matter (allocations, anchors).
     input_types: msgspec.Raw = msgspec.Raw(b"")
     concrete_inputs: msgspec.Raw = msgspec.Raw(b"")
@@ -45,16 +50,18 @@ class RawArgs(msgspec.Struct, rename=ARG_FIELDS):
     device: Scalar = None
     stream: Scalar = None
     memcpy_bytes: Scalar = None
+    python_id: Any = None
+    python_parent_id: Any = None
 
 
 class RawEvent(msgspec.Struct):
     ph: Scalar = None
-    cat: Scalar = None
-    name: Scalar = None
-    pid: Scalar = None
-    tid: Scalar = None
-    ts: Scalar = None
-    dur: Scalar = None
+    cat: Any = None    # any JSON value: a list, an object or a boolean here is counted as damage, not refused
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
     args: Union[RawArgs, None] = None
 
 

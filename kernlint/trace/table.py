@@ -9,10 +9,11 @@ every link column holds a row label, or -1 where there is no such event. Columns
 | name, short_name | raw name; readable name (kernels: `vectorized_elementwise_kernel[FillFunctor<BFloat16>]`) |
 | category | kernels: fill, copy, cast, elementwise, reduce, gemm, quant, rng, memcpy_htod/dtoh/dtod/other, memset, triton, comm, other; runtime calls: sync, launch, memcpy_call, alloc_call, runtime_other; ops: fill, copy, cast, alloc, view, rng, gemm, reduce, sync_op, comm, quant, elementwise, other |
 | cat | the raw Chrome-trace category |
-| ts, dur, end | microseconds (float); instants have dur 0 |
-| pid, tid | as in the trace (GPU events: device and stream) |
+| ts, dur, end | microseconds (float; numeric strings are parsed); instants have dur 0. ts is NaN only where it was missing or not a number (such an event is in no nesting and no scope); an unusable dur is 0 |
+| pid, tid | as in the trace, as text (GPU events: device and stream); an integral float (1.0) is written as the integer; "?" where missing or unusable (a fraction, a list, an object) |
 | device, stream | GPU index and stream for device events; allocation device index for alloc/free (-1 = CPU) |
-| correlation, external_id | kineto link ids (-1 when absent) |
+| correlation, external_id | kineto link ids (-1 when absent or unusable). Where every id of the trace fits in int64 (the usual case) the id itself; otherwise (uint64 ids above 2**63, larger probes) an order-preserving dense code of it: equal ids get equal codes and order is kept, which is all linking and the window edges use |
+| damage | bit flags (BAD_* below): which essential fields of the event could not be used, and whether its correlation id was shared by several launches; kernlint.trace.damage counts them |
 | launcher | device events: the runtime/driver call that launched them |
 | op | innermost op enclosing the event (device events: the op that launched them) |
 | top_op | outermost op enclosing the event (for an op: itself when it has no parent) |
@@ -24,7 +25,7 @@ every link column holds a row label, or -1 where there is no such event. Columns
 | paired | alloc -> its free, free -> its alloc |
 | does_work | ops: whether the op (or an op below it) does device work (not just allocation or views) |
 | source | `file.py:line` of the innermost user Python frame, when the trace has stacks (torch's Python tracer records the line where that function starts) |
-| scope | label of the innermost scope unit the event was issued from (`module Fp8BlockLinear_0`, `annotation fp8_linear`, `frame file.py(12): fp8_linear`); see kernlint.trace.scopes |
+| scope | on demand (`kernlint.trace.scopes.add_scope_column(table)`; no check needs it): label of the innermost scope unit the event was issued from (`module Fp8BlockLinear_0`, `annotation fp8_linear`, `frame file.py(12): fp8_linear`) |
 | library_frame | Python frames: whether it belongs to torch, triton or the standard library |
 """
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kernlint.errors import TraceError
 from kernlint.trace import names
 from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
 from kernlint.trace.schema import RawTrace, raw_list
@@ -56,6 +58,22 @@ _CAT_TO_KIND = {
     "python_function": "python", "python": "python",
 }
 _SKIPPED_PHASES = frozenset({"M", "s", "f", "t", "b", "e", "n"})
+
+# Bits of the `damage` column. BAD_<field>: the field was missing or unusable (ts not a number, dur of a
+# complete event missing, negative or not a number, pid/tid not an integer or a name, an id not a
+# non-negative integer). AMBIGUOUS_LINK: a device event whose correlation id two or more runtime/driver
+# calls share, so that which one launched it is unknown (it is left unlinked).
+# FRAME_OUTSIDE_PARENT: a Python frame that does not lie inside (same thread, same interval) the frame its
+# `Python parent id` names, or whose parent id names no frame: the time nesting of frames cannot be trusted.
+# BAD_NAME: an event whose name is missing or not a string; BAD_CAT: a complete event without a category.
+(BAD_TS, BAD_DUR, BAD_PID, BAD_TID, BAD_CORRELATION, BAD_EXTERNAL_ID, AMBIGUOUS_LINK, FRAME_OUTSIDE_PARENT,
+ BAD_NAME, BAD_CAT) = (1 << i for i in range(10))
+BAD_FIELD_BITS = {"ts": BAD_TS, "dur": BAD_DUR, "pid": BAD_PID, "tid": BAD_TID, "name": BAD_NAME, "cat": BAD_CAT,
+                  "correlation": BAD_CORRELATION, "external_id": BAD_EXTERNAL_ID}
+UNPLACED = BAD_TS | BAD_PID | BAD_TID   # events left out of interval nesting: when or on which thread is unknown
+BAD_THREAD = "?"                        # the pid / tid text of an event whose pid / tid is unusable
+_INT64_LIMIT = 2 ** 63
+_NONE = type(None)
 _MODULE_PREFIX = "nn.Module: "
 
 # Which `Concrete Inputs` position holds the dtype, for factory ops whose output an allocation is.
@@ -112,39 +130,144 @@ class EventTable:
         return len(self.frame)
 
 
-def _int_or(value: Any, default: int = -1) -> int:
+def _int_or(value: Any, default: int | None = -1) -> int | None:
+    """An integer from a trace value (int, integral float, integer text), else `default`."""
     if value is None or isinstance(value, bool):
         return default
     if isinstance(value, int):
         return value
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else default
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return default
+    return default
 
 
 def _float_or_nan(value: Any) -> float:
-    if value is None or isinstance(value, bool):
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return float("nan")
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return float("nan")
 
 
 def _float_column(values: list) -> np.ndarray:
-    """Numbers (or numeric strings) to float64, NaN where missing; the common all-numeric case stays in C."""
-    try:
-        return np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        return np.fromiter((_float_or_nan(v) for v in values), dtype=np.float64, count=len(values))
+    """Numbers (or numeric strings) to float64, NaN where missing or not a number; the common all-numeric case
+    stays in C. Infinities stay (callers that need finite values test for them)."""
+    if set(map(type, values)) <= {int, float, _NONE}:  # numpy turns None into NaN
+        try:
+            return np.array(values, dtype=np.float64)
+        except OverflowError:  # an int beyond float range
+            pass
+    return np.fromiter((_float_or_nan(v) for v in values), dtype=np.float64, count=len(values))
 
 
 def _int_column(values: list, default: int = -1) -> np.ndarray:
+    """Integers to int64, `default` where missing, not a number, or out of int64 range (never a warning)."""
+    n = len(values)
+    if set(map(type, values)) <= {int, _NONE}:
+        present = np.fromiter((v is not None for v in values), dtype=bool, count=n)
+        try:
+            ints = np.array([v for v in values if v is not None], dtype=np.int64)
+        except OverflowError:
+            pass
+        else:
+            out = np.full(n, default, dtype=np.int64)
+            out[present] = ints
+            return out
     floats = _float_column(values)
-    missing = ~np.isfinite(floats)
-    floats[missing] = default
-    return floats.astype(np.int64)
+    ok = np.isfinite(floats) & (np.abs(floats) < _INT64_LIMIT)
+    out = np.full(n, default, dtype=np.int64)
+    out[ok] = floats[ok].astype(np.int64)
+    return out
+
+
+_BAD = object()
+
+
+def _as_id(value: Any) -> Any:
+    """A kineto id as an exact Python int; None when absent; _BAD when not a non-negative integer."""
+    if value is None:
+        return None
+    t = type(value)
+    if t is int:
+        return value if value >= 0 else _BAD
+    if t is float:
+        return int(value) if value.is_integer() and value >= 0 else _BAD
+    if t is str:
+        text = value.strip()
+        return int(text) if text.isascii() and text.isdigit() else _BAD
+    return _BAD
+
+
+def _id_column(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """Correlation / External ids -> (int64 column, unusable mask). Ids are compared exactly, never through
+    float64: where they all fit in int64 the column holds them as they are; otherwise it holds an
+    order-preserving dense code of each (pandas.factorize over the exact Python ints). -1 where absent or
+    unusable."""
+    n = len(values)
+    out = np.full(n, -1, dtype=np.int64)
+    bad = np.zeros(n, dtype=bool)
+    if set(map(type, values)) <= {int, _NONE}:  # the usual case: ints and absent values only
+        present = np.fromiter((v is not None for v in values), dtype=bool, count=n)
+        try:
+            ids = np.array([v for v in values if v is not None], dtype=np.int64)
+        except OverflowError:
+            pass
+        else:
+            negative = ids < 0
+            if negative.any():
+                rows = np.flatnonzero(present)
+                bad[rows[negative]] = True
+                ids[negative] = -1
+            out[present] = ids
+            return out, bad
+    parsed = [_as_id(v) for v in values]
+    bad = np.fromiter((p is _BAD for p in parsed), dtype=bool, count=n)
+    present = np.fromiter((p is not None and p is not _BAD for p in parsed), dtype=bool, count=n)
+    ids = [p for p in parsed if p is not None and p is not _BAD]
+    if not ids:
+        return out, bad
+    if max(ids) < _INT64_LIMIT:
+        out[present] = np.array(ids, dtype=np.int64)
+    else:
+        codes, _uniques = pd.factorize(np.array(ids, dtype=object), sort=True)
+        out[present] = codes
+    return out, bad
+
+
+def _time_column(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """ts / dur values -> (float64 with NaN where unusable, unusable mask: missing, not a number, not finite)."""
+    floats = _float_column(values)
+    bad = ~np.isfinite(floats)
+    floats[bad] = np.nan
+    return floats, bad
+
+
+def _thread_text(value: Any) -> str | None:
+    """pid / tid as text: an int, an integral float (1.0 -> "1") or a name; None when missing or unusable."""
+    t = type(value)
+    if t is str:
+        return value
+    if t is int:
+        return str(value)
+    if t is float and value.is_integer():
+        return str(int(value))
+    return None
+
+
+def _thread_column(values: list) -> tuple[list[str], np.ndarray]:
+    """pid / tid column as text, and the mask of values that are missing or unusable (BAD_THREAD there)."""
+    n = len(values)
+    if set(map(type, values)) <= {int, str}:
+        return list(map(str, values)), np.zeros(n, dtype=bool)
+    texts = [_thread_text(v) for v in values]
+    bad = np.fromiter((t is None for t in texts), dtype=bool, count=n)
+    return [BAD_THREAD if t is None else t for t in texts], bad
 
 
 _get_name, _get_cat, _get_ts, _get_dur, _get_pid, _get_tid = (
@@ -152,15 +275,19 @@ _get_name, _get_cat, _get_ts, _get_dur, _get_pid, _get_tid = (
 _get_correlation, _get_external_id, _get_stream, _get_device_type, _get_addr = (
     operator.attrgetter(a) for a in ("correlation", "external_id", "stream", "device_type", "addr"))
 _get_input_types, _get_concrete_inputs = operator.attrgetter("input_types"), operator.attrgetter("concrete_inputs")
+_get_python_id, _get_python_parent_id = operator.attrgetter("python_id"), operator.attrgetter("python_parent_id")
 
 
-def _str_column(values: list) -> np.ndarray:
-    """Strings as an object array, "" where a trace has a non-string (a number, null)."""
-    out = np.array(values, dtype=object)
-    bad = np.fromiter((type(v) is not str for v in values), dtype=bool, count=len(values))
-    if bad.any():
-        out[bad] = [str(v) if v is not None else "" for v in out[bad]]
-    return out
+def _str_column(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """Strings as an object array; a number as its text, "" for anything else (null, a list, an object);
+    and the mask of values that were not strings."""
+    n = len(values)
+    bad = np.fromiter((type(v) is not str for v in values), dtype=bool, count=n)
+    if not bad.any():
+        return np.array(values, dtype=object).reshape(n), bad
+    out = np.empty(n, dtype=object)
+    out[:] = [v if type(v) is str else str(v) if type(v) in (int, float) else "" for v in values]
+    return out, bad
 
 
 def _kinds(names_: np.ndarray, cats: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
@@ -179,23 +306,45 @@ def _kinds(names_: np.ndarray, cats: np.ndarray, nbytes: np.ndarray) -> np.ndarr
 
 
 def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
-    """Raw decoded trace -> EventTable with links, nesting, scopes inputs and allocation dtypes."""
+    """Raw decoded trace -> EventTable with links, nesting, scopes inputs and allocation dtypes.
+
+    A trace with no events besides metadata raises TraceError. Events whose essential fields are unusable
+    are kept, flagged in the `damage` column and left out of what they would make wrong (nesting, links)."""
     events = [e for e in raw.trace_events if e.ph not in _SKIPPED_PHASES and e.cat not in ("ac2g", "flow")]
+    if not events:
+        others = len(raw.trace_events)
+        raise TraceError(path, "holds no trace events" + (
+            f" (only {others} metadata or flow event{'s' if others != 1 else ''})" if others else ""))
 
     args = [e.args if e.args is not None else _NO_ARGS for e in events]
-    names_ = _str_column(list(map(_get_name, events)))
-    cats = _str_column(list(map(_get_cat, events)))
+    names_, bad_name = _str_column(list(map(_get_name, events)))
+    cats, bad_cat = _str_column(list(map(_get_cat, events)))
     nbytes = _int_column([a.nbytes if a.nbytes is not None else a.memcpy_bytes for a in args], 0)
+    ts, bad_ts = _time_column(list(map(_get_ts, events)))
+    dur, bad_dur = _time_column(list(map(_get_dur, events)))
+    complete = np.array([e.ph for e in events], dtype=object) == "X"
+    bad_dur = complete & (bad_dur | (dur < 0))   # an instant has no dur; a complete event must have one
+    dur[~(dur >= 0)] = 0.0                        # NaN and negative -> 0: the event is no one's parent
+    pid, bad_pid = _thread_column(list(map(_get_pid, events)))
+    tid, bad_tid = _thread_column(list(map(_get_tid, events)))
+    correlation, bad_corr = _id_column(list(map(_get_correlation, args)))
+    external_id, bad_ext = _id_column(list(map(_get_external_id, args)))
+    bad_cat &= complete   # instants without a category occur in real traces ("Record Window End")
+    damage = np.zeros(len(events), dtype=np.uint16)
+    for mask, bit in ((bad_ts, BAD_TS), (bad_dur, BAD_DUR), (bad_pid, BAD_PID), (bad_tid, BAD_TID),
+                      (bad_corr, BAD_CORRELATION), (bad_ext, BAD_EXTERNAL_ID), (bad_name, BAD_NAME),
+                      (bad_cat, BAD_CAT)):
+        damage[mask] |= bit
     frame = pd.DataFrame({
         "kind": _kinds(names_, cats, nbytes),
         "name": names_,
         "cat": cats,
-        "ts": _float_column(list(map(_get_ts, events))),
-        "dur": _float_column(list(map(_get_dur, events))),
-        "pid": list(map(str, map(_get_pid, events))),
-        "tid": list(map(str, map(_get_tid, events))),
-        "correlation": _int_column(list(map(_get_correlation, args))),
-        "external_id": _int_column(list(map(_get_external_id, args))),
+        "ts": ts,
+        "dur": dur,
+        "pid": pid,
+        "tid": tid,
+        "correlation": correlation,
+        "external_id": external_id,
         "stream": _int_column(list(map(_get_stream, args))),
         "device": _int_column([a.device if a.device is not None else a.device_id for a in args]),
         "device_type": _int_column(list(map(_get_device_type, args))),
@@ -203,14 +352,15 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
         "bytes": nbytes,
         "input_types": list(map(_get_input_types, args)),
         "concrete_inputs": list(map(_get_concrete_inputs, args)),
+        "damage": damage,
     })
-    frame["dur"] = frame["dur"].fillna(0.0)
     frame["end"] = frame["ts"] + frame["dur"]
     frame.index.name = "row"
 
     _name_columns(frame)
     _link_launches(frame)
     _nest_host_events(frame)
+    _check_frame_tree(frame, args)
     _inherit_from_launcher(frame)
     _allocation_dtypes_and_pairs(frame)
     _work_flags(frame)
@@ -224,7 +374,7 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
 
 class _NoArgs:
     external_id = correlation = input_types = concrete_inputs = addr = nbytes = device_type = None
-    device_id = device = stream = memcpy_bytes = None
+    device_id = device = stream = memcpy_bytes = python_id = python_parent_id = None
 
 
 _NO_ARGS = _NoArgs()
@@ -247,7 +397,7 @@ def _meta(raw: RawTrace, path: str | Path) -> TraceMeta:
         device_properties=[p for p in props if isinstance(p, dict)],
         distributed=dist,
         rank=None if rank < 0 else rank,
-        base_time_ns=_int_or(raw.baseTimeNanoseconds, -1) if raw.baseTimeNanoseconds is not None else None,
+        base_time_ns=_int_or(raw.baseTimeNanoseconds, None),
         with_stack=_flag(raw.with_stack),
         record_shapes=_flag(raw.record_shapes),
         profile_memory=_flag(raw.profile_memory),
@@ -275,16 +425,27 @@ def _name_columns(frame: pd.DataFrame) -> None:
 
 
 def _link_launches(frame: pd.DataFrame) -> None:
-    """Device event -> the runtime/driver call with the same correlation id."""
+    """Device event -> the runtime/driver call with the same correlation id (exact equality of the ids).
+
+    One call may launch several device events (cudaGraphLaunch replays a whole graph). A device event whose
+    id two or more calls share (a damaged trace) is not linked to any of them: it is flagged
+    AMBIGUOUS_LINK instead of silently taking the last call."""
     kinds = frame["kind"].to_numpy()
     corr = frame["correlation"].to_numpy()
-    is_call = (kinds == "runtime") & (corr >= 0)
-    call_rows = np.flatnonzero(is_call)
-    by_corr = dict(zip(corr[call_rows].tolist(), call_rows.tolist()))
+    call_rows = np.flatnonzero((kinds == "runtime") & (corr >= 0))
+    ids, first, counts = np.unique(corr[call_rows], return_index=True, return_counts=True)
     launcher = np.full(len(frame), -1, dtype=np.int64)
     device_rows = np.flatnonzero(np.isin(kinds, list(DEVICE_KINDS)) & (corr >= 0))
-    for row in device_rows.tolist():
-        launcher[row] = by_corr.get(int(corr[row]), -1)
+    if len(ids) and len(device_rows):
+        at = np.minimum(np.searchsorted(ids, corr[device_rows]), len(ids) - 1)
+        found = ids[at] == corr[device_rows]
+        single = found & (counts[at] == 1)
+        launcher[device_rows[single]] = call_rows[first[at[single]]]
+        shared = device_rows[found & (counts[at] > 1)]
+        if len(shared):
+            damage = frame["damage"].to_numpy().copy()
+            damage[shared] |= AMBIGUOUS_LINK
+            frame["damage"] = damage
     frame["launcher"] = launcher
 
 
@@ -293,7 +454,9 @@ def _nest_host_events(frame: pd.DataFrame) -> None:
     n = len(frame)
     kinds = frame["kind"].to_numpy()
     host = ~np.isin(kinds, list(DEVICE_KINDS | {"gpu_annotation", "other"}))
-    rows = np.flatnonzero(host)
+    # Events whose ts, pid or tid is unusable cannot be placed: no parent, no children, no scope.
+    placed = (frame["damage"].to_numpy() & UNPLACED) == 0
+    rows = np.flatnonzero(host & placed)
     ts = frame["ts"].to_numpy()
     end = frame["end"].to_numpy()
     dur = frame["dur"].to_numpy()
@@ -361,6 +524,46 @@ def _nest_host_events(frame: pd.DataFrame) -> None:
     is_python = kinds == "python"
     frame["library_frame"] = np.array([bool(library.get(nm, False)) if p else False
                                        for nm, p in zip(names_, is_python)], dtype=bool)
+
+
+def _check_frame_tree(frame: pd.DataFrame, args: list) -> None:
+    """Flag FRAME_OUTSIDE_PARENT on Python frames that disagree with the tree kineto recorded: the frame its
+    `Python parent id` names must be a Python frame on the same thread whose interval holds it (within the
+    float rounding of `ts + dur`). Real traces always agree; a moved or re-categorised frame does not (a
+    parent id that names no frame, or an event that is no longer a frame, is flagged alike)."""
+    kinds = frame["kind"].to_numpy()
+    frames = np.flatnonzero((kinds == "python") | (kinds == "module"))
+    if not len(frames):
+        return
+    frame_args = [args[i] for i in frames.tolist()]
+    both, _ = _id_column(list(map(_get_python_id, frame_args)) + list(map(_get_python_parent_id, frame_args)))
+    ids, parents = both[:len(frames)], both[len(frames):]   # one column, so that large ids get one coding
+    has_parent = parents >= 0
+    if not has_parent.any():
+        return
+    child = frames[has_parent]
+    known = ids >= 0
+    order = np.argsort(ids[known], kind="stable")
+    sorted_ids, holders = ids[known][order], frames[known][order]
+    parent = np.full(len(child), -1, dtype=np.int64)
+    if len(sorted_ids):
+        at = np.minimum(np.searchsorted(sorted_ids, parents[has_parent]), len(sorted_ids) - 1)
+        found = sorted_ids[at] == parents[has_parent]
+        parent[found] = holders[at[found]]
+    damage = frame["damage"].to_numpy().copy()
+    placed = (damage & UNPLACED) == 0
+    has = parent >= 0
+    p = np.where(has, parent, 0)
+    # Counted already: a frame, or the frame it names, with an unusable ts, pid or tid.
+    judged = placed[child] & (~has | placed[p])
+    ts, end = frame["ts"].to_numpy(), frame["end"].to_numpy()
+    thread = frame["thread"].to_numpy()   # set by _nest_host_events
+    with np.errstate(invalid="ignore"):
+        slack = 1e-3 + 4 * np.spacing(np.maximum(np.abs(end[p]), np.abs(end[child])))
+        inside = (ts[p] <= ts[child] + slack) & (end[child] <= end[p] + slack)
+    ok = has & (thread[p] == thread[child]) & inside
+    damage[child[judged & ~ok]] |= FRAME_OUTSIDE_PARENT
+    frame["damage"] = damage
 
 
 def _inherit_from_launcher(frame: pd.DataFrame) -> None:
@@ -435,6 +638,7 @@ def _allocation_dtypes_and_pairs(frame: pd.DataFrame) -> None:
     paired = np.full(n, -1, dtype=np.int64)
     addr = frame["addr"].to_numpy()
     ts = frame["ts"].to_numpy()
+    mem = mem[np.isfinite(ts[mem])]  # an allocation with no usable time cannot be paired
     open_allocs: dict[tuple[int, int], int] = {}
     for row in mem[np.argsort(ts[mem], kind="stable")].tolist():
         key = (int(device[row]), int(addr[row]))
@@ -512,4 +716,5 @@ def _sources(frame: pd.DataFrame) -> None:
             file, line, _func = names.frame_parts(names_[f])
             s = cache[f] = f"{file}:{line}" if file else names_[f]
         source[row] = s
-    frame["source"] = source
+    # An object column: pandas would infer its string dtype and turn the missing sources into NaN.
+    frame["source"] = pd.Series(source, index=frame.index, dtype=object)

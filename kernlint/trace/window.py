@@ -6,7 +6,9 @@ last launches may not have run yet: their calls appear with no device event. Nei
 code inside the window, so cross-rank comparisons leave both out and the report counts them.
 
 Device events and launches that miss their partner in the middle of the window are not edges: they are
-counted separately as unlinked (a damaged or truncated trace). Launches issued during CUDA-graph stream
+counted separately as unlinked (a damaged or truncated trace). So is a device event without a launch whose
+External id names an op of the trace that does device work, wherever its id or time falls: its op ran
+inside the window. Launches issued during CUDA-graph stream
 capture are neither: they are recorded into the graph, not run.
 """
 from __future__ import annotations
@@ -90,13 +92,19 @@ def _compute(table: EventTable) -> WindowEdges:
     empty = launches[~linked_calls[launches]]
     captured = _captured(f, kind, empty)
     empty = empty[~captured]
-    if len(ran):
+    ran_ts = ts[ran][np.isfinite(ts[ran])]   # a launch whose ts is unusable (counted as damage) sets no edge
+    if len(ran) and len(ran_ts):
         first_corr = int(correlation[ran].min())
-        first_ts = float(ts[ran].min())
-        last_ts = float(ts[ran].max())
+        first_ts = float(ran_ts.min())
+        last_ts = float(ran_ts.max())
         # A kernel of the previous step: its id predates every launch here (ids grow), or, with no id, it
-        # started before the first launch that ran.
+        # started before the first launch that ran. Never one whose External id names an op of this trace
+        # that does device work: that op, and so its launch, ran inside the window (kineto gives
+        # previous-step kernels no External id), so its missing launch is damage, not an edge.
         early = np.where(correlation[orphans] >= 0, correlation[orphans] < first_corr, ts[orphans] < first_ts)
+        external = f["external_id"].to_numpy()
+        op_ids = external[(kind == "op") & (external >= 0) & f["does_work"].to_numpy()]
+        early &= ~((external[orphans] >= 0) & np.isin(external[orphans], op_ids))
         late = ts[empty] > last_ts
     else:  # nothing linked at all: no window to speak of; everything is unlinked
         early = np.zeros(len(orphans), dtype=bool)

@@ -1,0 +1,250 @@
+"""Damage accounting: what in a loaded trace could not be used, so that no verdict passes on it unread.
+
+The loader never refuses a trace for a damaged event: it keeps the event, flags what was wrong with it in
+the `damage` column (kernlint.trace.table) and leaves it out of what it would make wrong. This module
+counts those events, by kind of damage and by side:
+
+- **device** damage matters to rules that read device events and their links to the launching call:
+  - device events (kernel, memcpy, memset) with no launch inside the profiling window;
+  - device events whose correlation id two or more launches share (left unlinked);
+  - launches with no device event inside the window (the record of their kernel or copy was lost: CUPTI
+    drops whole buffers when a window is closed without a device synchronize);
+  - events of an unknown category that hold the correlation id of a launch with no device event: that
+    launch's own kernel or copy, its category damaged;
+  - device-side events (GPU annotations included) with an unusable ts, dur, pid, tid, name or category;
+  - any event with an unusable correlation or External id: the link ids.
+- **host** damage matters to every rule (nesting and scopes):
+  - every other event with an unusable ts, dur, pid, tid, name or category. Such an event is in no
+    interval nesting and no scope (ts, pid, tid), or holds no children (dur);
+  - launch calls (kernel launches, memory copies) that lie in no op although their External id names an
+    op of the trace: the call's, or the op's, time or thread is wrong. (In kineto the launch lies in the op
+    its External id names. Older kineto reuses External ids, so only calls in no op at all are counted.)
+  - Python frames that do not lie inside the frame their `Python parent id` names, or whose parent id
+    names no frame. Kineto records the frame tree twice, by ids and by time, and real traces agree; when
+    they do not, the frame nesting that scopes rest on is wrong.
+
+Values a trace may legitimately hold are never damage: string pids and tids ("Spans"), numeric strings for
+ts and dur, integral floats for ids and pids, instants without dur or category. Every check above was run
+over the recorded traces in fixtures/ (91 files, HTA's and kineto's included): none of them shows damage
+except lost kernel records (three HTA traces and the window-edges rank 0 trace, which lost all 48) and
+HTA's two-event large_integer_trace, whose one kernel has no launch.
+
+Device work launched before the window opened is an edge of the window (kernlint.trace.window), not
+damage; so are launches whose device work falls past its end. Kernels replayed by cudaGraphLaunch are
+linked to that call and are fine.
+
+    damage = trace_damage(table)        # computed once, kept in table.derived["damage"]
+    damage.summary()                    # one line per non-zero kind; [] for an undamaged trace
+    damage.touches_host, damage.touches_device
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kernlint.trace.table import (
+    AMBIGUOUS_LINK,
+    BAD_CORRELATION,
+    BAD_FIELD_BITS,
+    DEVICE_KINDS,
+    FRAME_OUTSIDE_PARENT,
+    UNPLACED,
+    EventTable,
+)
+from kernlint.trace.window import LAUNCH_CATEGORIES, window_edges
+
+__all__ = ["DEVICE_SIDE_KINDS", "FIELD_PROBLEMS", "TraceDamage", "trace_damage"]
+
+# Kinds whose damage is device damage; every other kind is host damage.
+DEVICE_SIDE_KINDS = frozenset(DEVICE_KINDS | {"gpu_annotation"})
+
+# What "unusable" means for each field, as the summary lines say it.
+FIELD_PROBLEMS = {
+    "ts": "a missing or non-numeric ts",
+    "dur": "a missing, negative or non-numeric dur",
+    "pid": "a pid that is missing or not an integer",
+    "tid": "a tid that is missing or not an integer",
+    "name": "a name that is missing or not a string",
+    "cat": "no category (a complete event)",
+    "correlation": "a correlation id that is not a non-negative integer",
+    "external_id": "an External id that is not a non-negative integer",
+}
+_LINK_FIELDS = frozenset({"correlation", "external_id"})   # device damage whichever event holds them
+_EMPTY = np.empty(0, dtype=np.int64)
+
+
+def _events(n: int, what: str = "events") -> str:
+    """`n` and the plural noun `what`, made singular for one ("1 launch", "1 device event")."""
+    if n == 1:
+        what = what[:-2] if what.endswith(("ches", "shes", "sses")) else what[:-1]
+    return f"{n} {what}"
+
+
+@dataclass(frozen=True)
+class TraceDamage:
+    """What in one trace could not be used. Row arrays hold row labels of the event table; every count is
+    the length of an array or a value of a dict (fields with no damage are absent)."""
+
+    events: int = 0   # rows in the table
+    # Device damage (rules that read device events).
+    unlinked_device: np.ndarray = field(default_factory=lambda: _EMPTY)    # no launch inside the window
+    ambiguous_links: np.ndarray = field(default_factory=lambda: _EMPTY)    # id shared by 2+ calls; unlinked
+    unlinked_launches: np.ndarray = field(default_factory=lambda: _EMPTY)  # no device event inside the window
+    unknown_device: np.ndarray = field(default_factory=lambda: _EMPTY)     # unknown category; a lonely launch's id
+    bad_device_fields: dict[str, int] = field(default_factory=dict)  # field -> device-side events with it
+    #                                   unusable; for the link ids (correlation, External id) every event
+    # Host damage (every rule).
+    bad_host_fields: dict[str, int] = field(default_factory=dict)    # field -> host events with it unusable
+    misplaced_launches: np.ndarray = field(default_factory=lambda: _EMPTY)  # in no op; External id names one
+    misplaced_frames: np.ndarray = field(default_factory=lambda: _EMPTY)    # outside their Python parent
+    # Both: every event with an unusable field.
+    bad_rows: np.ndarray = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def bad_fields(self) -> dict[str, int]:
+        """Field -> events (host and device) whose value of it is unusable; fields with none left out."""
+        out: dict[str, int] = {}
+        for part in (self.bad_host_fields, self.bad_device_fields):
+            for k, n in part.items():
+                out[k] = out.get(k, 0) + n
+        return {k: out[k] for k in FIELD_PROBLEMS if out.get(k)}
+
+    @property
+    def touches_host(self) -> bool:
+        """Host events could not be placed or read: every rule's verdict may rest on them."""
+        return bool(self.bad_host_fields or len(self.misplaced_launches) or len(self.misplaced_frames))
+
+    @property
+    def touches_device(self) -> bool:
+        """Device events could not be linked or read: verdicts of rules that read device events may rest
+        on them."""
+        return bool(len(self.unlinked_device) or len(self.ambiguous_links) or len(self.unlinked_launches)
+                    or len(self.unknown_device) or self.bad_device_fields)
+
+    def __bool__(self) -> bool:
+        return self.touches_host or self.touches_device
+
+    def host_summary(self) -> list[str]:
+        """One line per kind of host damage (matters to every rule)."""
+        lines = [f"{_events(n, 'host events')} with {FIELD_PROBLEMS[k]}"
+                 for k, n in self.bad_host_fields.items() if n]
+        if len(self.misplaced_frames):
+            lines.append(f"{_events(len(self.misplaced_frames), 'Python frames')} outside the frame their Python "
+                         "parent id names (a wrong time, thread or category)")
+        if len(self.misplaced_launches):
+            lines.append(f"{_events(len(self.misplaced_launches), 'launch calls')} in no op although their "
+                         "External id names one (a wrong time or thread)")
+        return lines
+
+    def device_summary(self) -> list[str]:
+        """One line per kind of device damage (matters to rules that read device events)."""
+        lines = []
+        if len(self.unlinked_device):
+            lines.append(f"{_events(len(self.unlinked_device), 'device events')} with no launch inside the window")
+        if len(self.unlinked_launches):
+            lines.append(f"{_events(len(self.unlinked_launches), 'kernel launches')} with no device event inside the "
+                         "window (their kernels were lost)")
+        if len(self.ambiguous_links):
+            lines.append(f"{_events(len(self.ambiguous_links), 'device events')} whose correlation id two or "
+                         "more launches share (not linked)")
+        if len(self.unknown_device):
+            lines.append(f"{_events(len(self.unknown_device))} of an unknown category holding the correlation id "
+                         "of a launch that has no device event (a device event whose category is damaged)")
+        for k, n in self.bad_device_fields.items():
+            if n:
+                lines.append(f"{_events(n, 'events' if k in _LINK_FIELDS else 'device events')} with "
+                             f"{FIELD_PROBLEMS[k]}")
+        return lines
+
+    def summary(self) -> list[str]:
+        """Every kind of damage, one short line each: host damage first. [] when nothing is damaged."""
+        return self.host_summary() + self.device_summary()
+
+    def counts(self) -> dict[str, int]:
+        """The numbers behind summary(), by key: unlinked_device, ambiguous_links, unlinked_launches,
+        unknown_device, device.<field>, host.<field>, misplaced_launches, misplaced_frames (non-zero only)."""
+        out = {"unlinked_device": len(self.unlinked_device), "ambiguous_links": len(self.ambiguous_links),
+               "unlinked_launches": len(self.unlinked_launches), "unknown_device": len(self.unknown_device)}
+        out.update({f"device.{k}": n for k, n in self.bad_device_fields.items()})
+        out.update({f"host.{k}": n for k, n in self.bad_host_fields.items()})
+        out.update({"misplaced_launches": len(self.misplaced_launches),
+                    "misplaced_frames": len(self.misplaced_frames)})
+        return {k: n for k, n in out.items() if n}
+
+
+def trace_damage(table: EventTable) -> TraceDamage:
+    """The damage of `table` (computed once, then kept in `table.derived["damage"]`)."""
+    found = table.derived.get("damage")
+    if found is None:
+        found = table.derived["damage"] = _compute(table)
+    return found
+
+
+def _compute(table: EventTable) -> TraceDamage:
+    f = table.frame
+    flags = f["damage"].to_numpy() if "damage" in f.columns else np.zeros(len(f), dtype=np.uint8)
+    kind = f["kind"].to_numpy().astype(object)
+    device_side = np.isin(kind, list(DEVICE_SIDE_KINDS))
+    host_fields: dict[str, int] = {}
+    device_fields: dict[str, int] = {}
+    for name, bit in BAD_FIELD_BITS.items():
+        hit = (flags & bit) != 0
+        if not hit.any():
+            continue
+        on_device = int(np.count_nonzero(hit if name in _LINK_FIELDS else hit & device_side))
+        on_host = int(np.count_nonzero(hit)) - on_device
+        if on_host:
+            host_fields[name] = on_host
+        if on_device:
+            device_fields[name] = on_device
+    any_field = sum(BAD_FIELD_BITS.values())
+    bad_rows = np.flatnonzero((flags & any_field) != 0)
+    ambiguous = np.flatnonzero((flags & AMBIGUOUS_LINK) != 0)
+    # Unlinked inside the window, leaving out those counted already: an id shared by several calls, or an
+    # unusable id.
+    edges = window_edges(table)
+    unlinked = edges.unlinked_device
+    if len(unlinked):
+        unlinked = unlinked[(flags[unlinked] & (AMBIGUOUS_LINK | BAD_CORRELATION)) == 0]
+    # A kernel launch with no kernel lost the evidence of what ran. Copies and memsets are left out: old
+    # kineto versions record memset calls without memset events (real V100 and A100 traces show hundreds).
+    lost = edges.unlinked_launches
+    lost = lost[f["category"].to_numpy()[lost] == "launch"] if len(lost) else lost
+    return TraceDamage(events=len(f), unlinked_device=np.asarray(unlinked, dtype=np.int64),
+                       unlinked_launches=np.asarray(lost, dtype=np.int64),
+                       ambiguous_links=ambiguous.astype(np.int64), bad_host_fields=host_fields,
+                       bad_device_fields=device_fields,
+                       bad_rows=bad_rows.astype(np.int64),
+                       misplaced_launches=_misplaced_launches(f, kind, flags, edges.past_end),
+                       misplaced_frames=np.flatnonzero((flags & FRAME_OUTSIDE_PARENT) != 0).astype(np.int64),
+                       unknown_device=_unknown_device(f, kind))
+
+
+def _unknown_device(f, kind: np.ndarray) -> np.ndarray:
+    """Events of an unknown category that hold the correlation id of a launch call with no device event:
+    the launch's device event, its category damaged (real traces never show one)."""
+    correlation = f["correlation"].to_numpy()
+    rows = np.flatnonzero((kind == "other") & (correlation >= 0))
+    if not len(rows):
+        return _EMPTY
+    launcher = f["launcher"].to_numpy()
+    linked = np.zeros(len(f), dtype=bool)
+    linked[launcher[launcher >= 0]] = True
+    lonely = ((kind == "runtime") & np.isin(f["category"].to_numpy(), LAUNCH_CATEGORIES) & (correlation >= 0)
+              & ~linked)
+    return rows[np.isin(correlation[rows], correlation[lonely])].astype(np.int64)
+
+
+def _misplaced_launches(f, kind: np.ndarray, flags: np.ndarray, past_end: np.ndarray) -> np.ndarray:
+    """Launch calls in no op whose External id names an op of the trace (those already counted for an
+    unusable ts, pid or tid, and launches past the window's end, an edge, left out)."""
+    external = f["external_id"].to_numpy()
+    op_ids = external[(kind == "op") & (external >= 0)]
+    if not len(op_ids):
+        return _EMPTY
+    calls = ((kind == "runtime") & np.isin(f["category"].to_numpy(), LAUNCH_CATEGORIES) & (external >= 0)
+             & (f["op"].to_numpy() < 0) & ((flags & UNPLACED) == 0))
+    calls[past_end] = False
+    rows = np.flatnonzero(calls)
+    return rows[np.isin(external[rows], op_ids)].astype(np.int64)
