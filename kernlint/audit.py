@@ -82,6 +82,8 @@ def compare_with_expectation(workload: Workload, report: TraceReport, ranks: int
     for o in report.outcomes:
         if o.rule not in workload.expect and o.status == "failed":
             problems.append(f"{o.rule}: unexpected findings: {o.findings[0].message}")
+        elif o.rule not in workload.expect and o.status == "incomplete":  # not fully checked is not a pass
+            problems.append(f"{o.rule}: incomplete" + (f" ({o.reason})" if o.reason else ""))
     return problems
 
 

@@ -2,23 +2,134 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import signal
+import stat
 import tempfile
+import threading
 from pathlib import Path
+
+# Signals that end a write early: the temporary file is removed before the process goes.
+_CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
+_CHUNK = 1 << 20
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows (/proc), else set and restored."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_all(fh, text: str) -> None:
+    """Write `text` to the open file in chunks (a signal is handled between two of them)."""
+    for start in range(0, len(text), _CHUNK):
+        fh.write(text[start:start + _CHUNK])
+
+
+@contextlib.contextmanager
+def removed_on_signal(paths: set):
+    """While the block runs, SIGTERM / SIGINT / SIGHUP first remove the files named in `paths` (a set the
+    block adds its temporary files to and discards them from once they are renamed into place), then act
+    as they would have: a Python handler (SIGINT's KeyboardInterrupt) is called; a default one ends the
+    process by the same signal, so the shell sees 128 + signo. Ignored signals stay ignored. The previous
+    handlers are back afterwards. Outside the main thread (where handlers cannot be set) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield paths
+        return
+    previous: dict[int, object] = {}
+
+    def restore() -> None:
+        for signo, before in previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(signo, before)
+
+    def handler(signo, frame):
+        for leftover in list(paths):
+            with contextlib.suppress(OSError):
+                os.remove(leftover)
+            paths.discard(leftover)
+        before = previous.get(signo, signal.SIG_DFL)
+        restore()
+        if callable(before):
+            before(signo, frame)
+            return
+        signal.signal(signo, signal.SIG_DFL)
+        os.kill(os.getpid(), signo)
+        raise SystemExit(128 + signo)   # only if the signal did not end the process
+
+    try:
+        for signo in _CLEANUP_SIGNALS:
+            before = signal.getsignal(signo)
+            if before in (signal.SIG_IGN, None):   # ignored (nohup), or set outside Python: leave it alone
+                continue
+            previous[signo] = before
+            signal.signal(signo, handler)
+        yield paths
+    finally:
+        restore()
+
+
+def _target(path: Path) -> Path:
+    """The file to write: `path`, or through symbolic links the file they point to (a dangling link's
+    target is created). Raises FileNotFoundError when the folder it goes in does not exist."""
+    target = Path(os.path.realpath(path))
+    if not target.parent.is_dir():
+        if target.parent.exists() or target.parent.is_symlink():
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(target.parent))
+        raise FileNotFoundError(errno.ENOENT, "folder does not exist", str(target.parent))
+    return target
 
 
 def write_text_atomically(path: str | os.PathLike, text: str) -> Path:
     """Write `text` to a temporary file beside `path`, then rename it into place: a reader never sees a
-    half-written file, and a failed write leaves nothing behind. Raises OSError."""
+    half-written file, and a failed or interrupted write (SIGTERM, SIGINT, SIGHUP included) leaves nothing
+    behind. Like a careful Unix tool:
+
+    - the new file's mode follows the umask (0o666 & ~umask), or the replaced file's mode;
+    - a symbolic link is written through: its target gets the text and the link stays;
+    - the folder must exist (FileNotFoundError "folder does not exist"; nothing is created);
+    - an existing target that is not a regular file (a FIFO, /dev/stdout, a terminal) is written directly.
+
+    Returns the path written. Raises OSError (or UnicodeEncodeError for text that UTF-8 cannot hold).
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    target = _target(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(target, "w", encoding="utf-8") as fh:
+            _write_all(fh, text)
+        return path
+    mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
+    pending: set[str] = set()
+    with removed_on_signal(pending):
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        pending.add(tmp)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                os.fchmod(fh.fileno(), mode)
+                _write_all(fh, text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+            pending.discard(tmp)
+        except BaseException:
+            if tmp in pending:
+                with contextlib.suppress(OSError):
+                    os.remove(tmp)
+                pending.discard(tmp)
+            raise
     return path

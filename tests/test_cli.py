@@ -43,6 +43,7 @@ def test_text_output_names_rule_scope_event_and_anchor(traces):
 
 def test_json_schema(traces, tmp_path):
     out_file = tmp_path / "deep" / "report.json"
+    out_file.parent.mkdir()
     result = run("check", "--format", "json", "-o", out_file, traces["placeholder_new_ones"])
     assert result.exit_code == 1 and result.output == ""
     data = json.loads(out_file.read_text())

@@ -22,7 +22,7 @@ def test_run_writes_the_tensorboard_layout_and_run_metadata(tmp_path):
                     tmp_path, "--format", "json", "-o", tmp_path / "report.json")
     assert result.exit_code == 1, result.output
     (run_dir,) = (tmp_path / "build").iterdir()  # each invocation: a run folder of its own
-    assert re.fullmatch(r"\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{6}", run_dir.name)
+    assert re.fullmatch(r"\d{8}T\d{6}\.\d{6}Z-[0-9a-f]{6}", run_dir.name)
     (trace,) = run_dir.glob("*.pt.trace.json.gz")
     assert re.fullmatch(r".+_\d+\.\d{13}\.pt\.trace\.json\.gz", trace.name)
     (meta_file,) = run_dir.glob("*.run.json")

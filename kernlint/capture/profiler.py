@@ -1,11 +1,14 @@
 """Runs a step under torch.profiler and writes a gzipped Chrome trace (the input of ``kernlint check``).
 
-Imports torch only: no other kernlint layer.
+Imports torch, and of kernlint only the bottom module fileio (signal-safe temporary files).
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
+import re
+import sys
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,16 +17,75 @@ from typing import Callable
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from kernlint.fileio import removed_on_signal
+
 __all__ = ["record_trace"]
 
 
+# What kineto writes to the process's stderr on every start and stop, whatever its log level.
+_KINETO_CHATTER = re.compile(r"^(USDT|STAGE):\S* \S* \S* \S*\] ")
+
+
+@contextlib.contextmanager
+def _native_stderr(log: list[str] | None):
+    """Kineto writes lines (`USDT:... profiler_start`) straight to file descriptor 2, where sys.stderr's
+    redirection cannot catch them. While the block runs, descriptor 2 goes to a temporary file; afterwards
+    kineto's routine chatter is dropped and any other line (a CUPTI error, say) is added to `log`, or, when
+    `log` is None, written to stderr as it would have been."""
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    sink = tempfile.TemporaryFile()
+    try:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+    finally:
+        sink.seek(0)
+        text = sink.read().decode("utf-8", "replace")
+        sink.close()
+        lines = [line for line in text.splitlines() if line.strip() and not _KINETO_CHATTER.match(line)]
+        if log is not None:
+            log.extend(lines)
+        elif lines:
+            os.write(2, ("\n".join(lines) + "\n").encode())
+
+
+@contextlib.contextmanager
+def _profiling(prof: profile, log: list[str] | None):
+    """`with prof:`, with the profiler's start and stop under _native_stderr (the step's own output is not)."""
+    with _native_stderr(log):
+        prof.__enter__()
+    exc_info = (None, None, None)
+    try:
+        yield prof
+    except BaseException:
+        exc_info = sys.exc_info()
+        raise
+    finally:
+        with _native_stderr(log):
+            prof.__exit__(*exc_info)
+
+
 def record_trace(step: Callable[[], object], out_path: str | os.PathLike, *, device: str,
-                 warmup: int = 1, steps: int = 1) -> Path:
+                 warmup: int = 1, steps: int = 1, log: list[str] | None = None) -> Path:
     """Calls ``step`` ``warmup`` times, then ``steps`` times under the profiler; writes ``out_path`` (gzip).
 
     Activities: CPU, plus CUDA when ``device`` is a CUDA device; shapes, memory, Python stacks and
     nn.Module scopes are recorded (the rules need all four). The trace is written to a temporary file in
     the same folder and moved into place, so ``out_path`` is never half-written.
+
+    Kineto's routine lines on stderr at start and stop are dropped; anything else it writes then goes to
+    ``log`` when given (the caller shows it), else to stderr.
     """
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -34,25 +96,30 @@ def record_trace(step: Callable[[], object], out_path: str | os.PathLike, *, dev
     if is_cuda:
         torch.cuda.synchronize()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if is_cuda else [])
-    with profile(activities=activities, record_shapes=True, profile_memory=True, with_stack=True,
-                 with_modules=True) as prof:
+    prof = profile(activities=activities, record_shapes=True, profile_memory=True, with_stack=True,
+                   with_modules=True)
+    with _profiling(prof, log):
         for _ in range(steps):
             step()
         if is_cuda:
             # Kernels still in flight when the profiler stops would be missing from the trace.
             torch.cuda.synchronize()
 
-    fd, tmp_json = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".json", dir=out_path.parent)
-    os.close(fd)
-    tmp_gz = tmp_json + ".gz"
-    try:
-        prof.export_chrome_trace(tmp_json)
-        with open(tmp_json, "rb") as src, open(tmp_gz, "wb") as raw, \
-                gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as dst:
-            shutil.copyfileobj(src, dst, length=1 << 20)
-        os.replace(tmp_gz, out_path)
-    finally:
-        for leftover in (tmp_json, tmp_gz):
-            if os.path.exists(leftover):
-                os.remove(leftover)
+    pending: set[str] = set()
+    with removed_on_signal(pending):  # SIGTERM / SIGINT / SIGHUP while writing leave no temporary behind
+        fd, tmp_json = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".json", dir=out_path.parent)
+        os.close(fd)
+        tmp_gz = tmp_json + ".gz"
+        pending.update((tmp_json, tmp_gz))
+        try:
+            prof.export_chrome_trace(tmp_json)
+            with open(tmp_json, "rb") as src, open(tmp_gz, "wb") as raw, \
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as dst:
+                shutil.copyfileobj(src, dst, length=1 << 20)
+            os.replace(tmp_gz, out_path)
+        finally:
+            for leftover in (tmp_json, tmp_gz):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
+            pending.clear()
     return out_path

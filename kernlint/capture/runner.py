@@ -29,6 +29,7 @@ class Capture:
     metadata: Path
     wall_seconds: float
     run_dir: Path
+    profiler_log: tuple[str, ...] = ()   # what the profiler said on stderr beyond its routine start/stop lines
 
 
 _last_stamp_us = 0
@@ -77,8 +78,9 @@ def capture(step: Callable[[], object], out_dir: str | os.PathLike, run_name: st
     stamp = int(time.time() * 1000)
     trace_path = folder / f"{worker}.{stamp}.pt.trace.json.gz"
     start = time.perf_counter()
+    log: list[str] = []
     try:
-        record_trace(step, trace_path, device=device, warmup=warmup)
+        record_trace(step, trace_path, device=device, warmup=warmup, log=log)
     except BaseException:
         if made:  # the step failed: leave no empty run folder behind
             try:
@@ -92,4 +94,5 @@ def capture(step: Callable[[], object], out_dir: str | os.PathLike, run_name: st
                  **(extra or {})})
     meta_path = folder / f"{worker}.{stamp}.run.json"
     write_text_atomically(meta_path, json.dumps(meta, indent=2, default=str))
-    return Capture(trace=trace_path, metadata=meta_path, wall_seconds=wall, run_dir=folder)
+    return Capture(trace=trace_path, metadata=meta_path, wall_seconds=wall, run_dir=folder,
+                   profiler_log=tuple(log))

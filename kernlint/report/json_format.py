@@ -5,7 +5,9 @@
   "schema_version": 1,
   "tool": {"name": "kernlint", "version": "0.1.0"},
   "exit_code": 1,
-  "summary": {"traces": 1, "findings": 1, "errors": 1, "warnings": 0, "infos": 0},
+  "summary": {"traces": 1, "findings": 1, "errors": 1, "warnings": 0, "infos": 0,
+              "incomplete": 0,        # (trace, rule) verdicts that could not be fully checked
+              "unreadable": 0},       # entries met in a folder that could not be read
   "findings": [{
       "rule": "KL001", "name": "fill-before-block-quant", "severity": "error",
       "message": "...", "trace": "path", "rank": null,
@@ -15,19 +17,26 @@
       "source": "linear.py:88" | null, "function": "forward" | null, "anchor": "scale_1x128_kernel" | null,
       "ts": 123.4, "fingerprint": "KL001|..."}],
   "rules_passed": ["KL002"],
+  "rules_incomplete": ["KL004"],           # ids not failed anywhere but not fully checked somewhere
   "rules_not_applicable": ["KL003"],        # ids that applied to none of the traces
-  "skipped": [{"path": "...", "reason": "not a kineto trace (...)"}],   # met in a folder, not checked
+  "skipped": [{"path": "...", "reason": "not a kineto trace (...)",   # met in a folder, not checked;
+               "unreadable": false}],     # true: it could not be read (permission, dangling link, FIFO, bad gzip)
   "ignored_files": 0,                 # files in searched folders with other suffixes than .json / .json.gz
+  "notes": ["Trace: ... (captured in 1.2 s); run metadata: ..."],   # `kernlint run`: where the trace went
   "traces": [{"path": "...", "events": 1234, "has_device_events": true, "has_stacks": true, "rank": null,
               "ranks": null,          # [0, 1, ...] for a run group (one run, one profiling cycle): its rules
                                       # are the cross-rank ones; "path" is then the group's label
               "notes": ["126 of 128 ranks missing: ..."],   # run grouping, profiling-window edges
               "outside_window": {"device events launched before the window opened": 64},
-              "rules": [{"rule": "KL001", "status": "failed|passed|not-applicable", "level": "kernel|op|null",
+              "damage": ["3 events without a timestamp"],   # what in the trace could not be used
+              "rules": [{"rule": "KL001", "status": "failed|passed|incomplete|not-applicable",
+                         "level": "kernel|op|null",
                          "instances": 2, "reason": null, "note": null, "findings": 1}]}]
 }
 ```
-`ts` is the launch time in the trace's own microseconds. `source` is the innermost user Python frame that
+`findings` are sorted by (trace, rank, rule, ts, scope, event, message), so the order of the events in a trace
+never changes the output. No value is ever NaN or infinite: a missing number is null. `ts` is the launch
+time in the trace's own microseconds. `source` is the innermost user Python frame that
 issued the event (torch's Python tracer records the line where that function starts) and `function` its
 name; both are null for traces recorded without with_stack. Fields are only ever added, never renamed.
 """
@@ -37,44 +46,57 @@ import dataclasses
 import json
 
 from kernlint import __version__
-from kernlint.report.model import CheckResult
+from kernlint.report.model import CheckResult, clean_finding, sorted_findings
+from kernlint.report.safe import json_safe
 
 SCHEMA_VERSION = 1
 
 
+def _dumps(data) -> str:
+    """JSON text that every parser accepts: NaN, infinities and pandas NA are null, never `NaN`."""
+    return json.dumps(json_safe(data), indent=2, allow_nan=False, default=str) + "\n"
+
+
+def _finding(f) -> dict:
+    f = clean_finding(f)
+    item = dataclasses.asdict(f)
+    item["fingerprint"] = f.fingerprint
+    return item
+
+
 def to_dict(result: CheckResult) -> dict:
-    findings = []
-    for f in result.findings:
-        item = dataclasses.asdict(f)
-        item["fingerprint"] = f.fingerprint
-        findings.append(item)
+    findings = [_finding(f) for f in result.findings]
     counts = {s: sum(1 for f in result.findings if f.severity == s) for s in ("error", "warning", "info")}
     rule_ids = [r.id for r in result.rules]
-    return {
+    unreadable = set(result.unreadable)
+    return json_safe({
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "kernlint", "version": __version__},
         "exit_code": result.exit_code,
         "summary": {"traces": len(result.reports), "findings": len(findings), "errors": counts["error"],
-                    "warnings": counts["warning"], "infos": counts["info"]},
+                    "warnings": counts["warning"], "infos": counts["info"],
+                    "incomplete": len(result.incomplete), "unreadable": len(result.unreadable)},
         "findings": findings,
         "rules_passed": [r for r in rule_ids if result.rule_status(r) == "passed"],
+        "rules_incomplete": [r for r in rule_ids if result.rule_status(r) == "incomplete"],
         "rules_not_applicable": [r for r in rule_ids if result.rule_status(r) == "not-applicable"],
-        "skipped": [{"path": p, "reason": why} for p, why in result.skipped],
+        "skipped": [{"path": p, "reason": why, "unreadable": (p, why) in unreadable} for p, why in result.skipped],
         "ignored_files": result.ignored_files,
+        "notes": list(result.notes),
         "traces": [
             {"path": rep.trace, "events": rep.events, "has_device_events": rep.has_device_events,
              "has_stacks": rep.has_stacks, "rank": rep.rank, "ranks": rep.ranks, "notes": rep.notes,
-             "outside_window": rep.outside_window,
+             "outside_window": rep.outside_window, "damage": list(getattr(rep, "damage", None) or []),
              "rules": [{"rule": o.rule, "status": o.status, "level": o.level, "instances": o.instances,
                         "reason": o.reason, "note": o.note,
                         "findings": len(o.findings)} for o in rep.outcomes]}
             for rep in result.reports
         ],
-    }
+    })
 
 
 def render(result: CheckResult) -> str:
-    return json.dumps(to_dict(result), indent=2) + "\n"
+    return _dumps(to_dict(result))
 
 
 def render_audit(run) -> str:
@@ -86,16 +108,15 @@ def render_audit(run) -> str:
             "verdicts": {o.rule: o.status for o in v.report.outcomes} if v.report else {},
             "as_expected": v.ok, "problems": v.problems, "seconds": v.seconds,
             "traces": [str(t) for t in v.traces] if run.out_dir else [],
-            "findings": [dataclasses.asdict(f) for f in (v.report.findings if v.report else [])],
+            "findings": [_finding(f) for f in sorted_findings(v.report.findings if v.report else [])],
         })
-    return json.dumps({"schema_version": SCHEMA_VERSION, "device": run.device, "seconds": run.seconds,
-                       "all_as_expected": run.all_as_expected, "metadata": run.metadata,
-                       "workloads": verdicts}, indent=2, default=str) + "\n"
+    return _dumps({"schema_version": SCHEMA_VERSION, "device": run.device, "seconds": run.seconds,
+                   "all_as_expected": run.all_as_expected, "metadata": run.metadata, "workloads": verdicts})
 
 
 def render_replay(result) -> str:
-    return json.dumps({"all_as_expected": result.all_as_expected, "cases": [
+    return _dumps({"all_as_expected": result.all_as_expected, "cases": [
         {"rule": r.case.rule, "case": r.case.spec.name, "expected": r.case.spec.expect,
          "verdict": r.outcome.status if r.outcome else None, "problems": r.problems,
-         "findings": [f.message for f in r.outcome.findings] if r.outcome else []}
-        for r in result.results]}, indent=2) + "\n"
+         "findings": [f.message for f in sorted_findings(r.outcome.findings)] if r.outcome else []}
+        for r in result.results]})

@@ -1,9 +1,12 @@
 """What a check run produced, handed to every renderer."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Iterable
 
-from kernlint.rules.result import Finding, TraceReport
+from kernlint.report.safe import is_missing
+from kernlint.rules.result import STATUS_INCOMPLETE, Finding, RuleOutcome, TraceReport
 from kernlint.rules.schema import Rule
 
 
@@ -15,18 +18,56 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)   # (path, reason): met in a folder, not a trace
     ignored_files: int = 0                                          # files in folders with other suffixes
+    # The entries of `skipped` that could not be read (no permission, dangling link, FIFO, bad gzip...), as
+    # opposed to files that were read and are not traces: what they held was not checked.
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def findings(self) -> list[Finding]:
-        return [f for r in self.reports for f in r.findings]
+        """Every finding, in a fixed order (see finding_sort_key) that the order of events cannot change."""
+        return sorted_findings(f for r in self.reports for f in r.findings)
 
     def rule_status(self, rule_id: str) -> str:
         """failed if any trace failed it; passed if it applied somewhere and never failed; else not-applicable."""
         statuses = {o.status for r in self.reports for o in r.outcomes if o.rule == rule_id}
         if "failed" in statuses:
             return "failed"
-        if "incomplete" in statuses:
-            return "incomplete"
+        if STATUS_INCOMPLETE in statuses:
+            return STATUS_INCOMPLETE
         if "passed" in statuses:
             return "passed"
         return "not-applicable"
+
+    @property
+    def incomplete(self) -> list[tuple[TraceReport, RuleOutcome]]:
+        """The (trace, rule) verdicts that could not be fully checked."""
+        return [(r, o) for r in self.reports for o in r.outcomes if o.status == STATUS_INCOMPLETE]
+
+
+def _number_key(value) -> tuple[int, float]:
+    return (1, 0.0) if is_missing(value) else (0, float(value))
+
+
+def _text_key(value) -> str:
+    return "" if is_missing(value) else str(value)
+
+
+def finding_sort_key(f: Finding) -> tuple:
+    """(trace, rank, rule, ts, scope, event, message); a missing rank or time sorts last."""
+    return (_text_key(f.trace), _number_key(f.rank), _text_key(f.rule), _number_key(f.ts), _text_key(f.scope),
+            _text_key(f.event), _text_key(f.message))
+
+
+def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
+    return sorted(findings, key=finding_sort_key)
+
+
+_OPTIONAL = frozenset({"launch_op", "top_op", "source", "anchor", "ts", "rank", "function"})
+
+
+def clean_finding(f: Finding) -> Finding:
+    """`f` with every missing value (NaN, pandas NA) in its fields made None, so that no renderer shows
+    `nan` and the fingerprint can be computed."""
+    changes = {k.name: None if k.name in _OPTIONAL else "" for k in dataclasses.fields(f)
+               if getattr(f, k.name) is not None and is_missing(getattr(f, k.name))}
+    return dataclasses.replace(f, **changes) if changes else f

@@ -9,7 +9,7 @@ rule = "KL001"
 name = "gpu-placeholder-new-ones"
 trace = "traces/gpu/placeholder_new_ones.pt.trace.json.gz"   # relative to the fixtures folder; a folder of
                                  # per-rank traces is checked as one distributed run
-expect = "failed"                # failed | passed | not-applicable
+expect = "failed"                # failed | passed | incomplete | not-applicable
 findings = 1                     # optional: exact number of findings
 event = "FillFunctor"            # optional: regex every finding's event must match
 scope = "Fp8BlockLinear"         # optional: regex every finding's scope must match
@@ -42,7 +42,7 @@ from kernlint.trace.load import find_trace_files, load_trace
 
 class CaseSpec(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", frozen=True):
     name: str
-    expect: Literal["failed", "passed", "not-applicable"]
+    expect: Literal["failed", "passed", "incomplete", "not-applicable"]
     trace: str | None = None
     program: str | None = None
     findings: int | None = None
@@ -90,6 +90,10 @@ def load_cases(folder: Path) -> list[Case]:
             data = msgspec.convert(tomllib.loads(file.read_text(encoding="utf-8")), CaseFile)
         except (tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:
             raise RuleFileError(file, f"bad case file: {exc}") from None
+        except (RecursionError, MemoryError):
+            raise RuleFileError(file, "bad case file: nested too deeply to read") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RuleFileError(file, f"cannot read case file: {exc}") from None
         for spec in data.case:
             if (spec.trace is None) == (spec.program is None):
                 raise RuleFileError(file, f"case {spec.name!r} needs exactly one of `trace` or `program`")

@@ -51,6 +51,8 @@ def _load_module(spec: str):
         sys.modules[module_name] = module
         try:
             loader_spec.loader.exec_module(module)
+        except SystemExit as exc:  # sys.exit() at import: an error, never a silent exit 0
+            raise ConfigError(path, f"cannot import: the module called sys.exit({exc.code!r})") from None
         except Exception as exc:  # the user's module failed to import: say which and why, in one line
             raise ConfigError(path, f"cannot import: {type(exc).__name__}: {exc}") from None
         return module
@@ -58,6 +60,10 @@ def _load_module(spec: str):
         return importlib.import_module(spec)
     except ImportError as exc:
         raise ConfigError(None, f"cannot import module {spec!r}: {exc}") from None
+    except SystemExit as exc:
+        raise ConfigError(None, f"cannot import module {spec!r}: it called sys.exit({exc.code!r})") from None
+    except Exception as exc:
+        raise ConfigError(None, f"cannot import module {spec!r}: {type(exc).__name__}: {exc}") from None
 
 
 CHECKOUT_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

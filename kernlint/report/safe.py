@@ -1,0 +1,72 @@
+"""Making trace-borne values safe to show: no terminal control, no NaN.
+
+A trace is data from elsewhere. Its kernel, op, frame and scope names, and the paths it came from, may hold
+escape sequences (retitle the terminal, clear the screen), carriage returns or newlines (forge a line of
+kernlint's own output). Every text renderer passes every such string through `printable`, which shows those
+characters visibly (`\\x1b`, `\\n`) instead of sending them to the terminal. The JSON renderers pass their
+data through `json_safe`, so a NaN or an infinity becomes null rather than invalid JSON.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+# C0 controls (newline and tab included), DEL, C1 controls; and the Unicode line and paragraph separators
+# and bidirectional overrides/isolates, which reorder or break what a terminal shows.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(m: re.Match) -> str:
+    ch = m.group()
+    if ch in _NAMED:
+        return _NAMED[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(value: object) -> str:
+    """`value` as one line of inert text: control characters (C0 with newline and tab, DEL, C1, so every
+    escape sequence), line separators and bidi controls are shown as `\\x1b`, `\\n`, `\\u202e`; a missing
+    value (None, NaN, pandas NA) is the empty string."""
+    if is_missing(value):
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    return _UNSAFE.sub(_escape, text)
+
+
+def is_missing(value: object) -> bool:
+    """None, a float NaN, or pandas' NA / NaT (told by type name, so pandas need not be imported)."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def present(value: Any) -> Any:
+    """`value`, or None where it is missing (NaN, NA): for optional fields that a renderer tests."""
+    return None if is_missing(value) else value
+
+
+def json_safe(value: Any) -> Any:
+    """A copy of `value` (dicts, lists, tuples, scalars) that json.dumps(allow_nan=False) accepts: NaN and
+    infinite floats and pandas NA become None; numpy scalars become Python ones; dict keys become strings."""
+    if isinstance(value, dict):
+        return {str(k) if not isinstance(k, str) else k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [json_safe(v) for v in items]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, int):
+        return value
+    if is_missing(value):
+        return None
+    item = getattr(value, "item", None)   # numpy scalars
+    if callable(item) and type(value).__module__ == "numpy":
+        return json_safe(item())
+    return value
