@@ -149,3 +149,29 @@ def test_select_and_ignore_take_ids_prefixes_names_and_all(tmp_path):
     assert ids(["fill-before-block-quant"]) == ["KL001"]
     with pytest.raises(ConfigError, match="matches no rule"):
         select_rules(rules, ["KL5"])
+
+
+def test_an_empty_rules_folder_is_an_error_naming_it(tmp_path):
+    folder = tmp_path / "my_rules"
+    folder.mkdir()
+    (folder / "README.md").write_text("rules go here")
+    with pytest.raises(RuleFileError) as info:
+        load_rules([folder])
+    assert str(info.value).startswith(f"{folder}: ") and "*.toml" in str(info.value)
+
+
+@pytest.mark.parametrize("table, line", [("[foo]\nx = 1", 20), ("[checks]\nx = 1", 20), ("[[foo]]\nx = 1", 20),
+                                         ("[foo.bar]\nx = 1", 20)])
+def test_an_unknown_top_level_table_has_its_line(tmp_path, table, line):
+    path = _write(tmp_path, GOOD + "\n" + table + "\n")
+    with pytest.raises(RuleFileError) as info:
+        parse_rule_file(path)
+    assert str(info.value).startswith(f"{path}:{line}: unknown key `"), str(info.value)
+
+
+@pytest.mark.parametrize("value", ["[" * 10_000 + "]" * 10_000, "{ a = " * 10_000 + "1" + " }" * 10_000])
+def test_deep_nesting_is_a_rule_file_error_not_a_traceback(tmp_path, value):
+    path = _write(tmp_path, GOOD.replace('summary = "s"', f'summary = "s"\ndeep = {value}'))
+    with pytest.raises(RuleFileError) as info:
+        parse_rule_file(path)
+    assert str(info.value).startswith(f"{path}: ") and "nested too deeply" in str(info.value)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from kernlint.rules.result import (Finding, RuleOutcome, TraceReport, decided, exit_status, merge_outcomes,
-                                   merge_reports, not_applicable)
+from kernlint.rules.result import (Finding, RuleOutcome, TraceReport, decided, exit_status, mark_incomplete,
+                                   merge_outcomes, merge_reports, not_applicable)
 from kernlint.rules.schema import Rule
+from kernlint.trace.damage import trace_damage
 from kernlint.trace.runs import group_runs
 from kernlint.trace.scopes import ScopeIndex
-from kernlint.trace.table import EventTable
+from kernlint.trace.table import DEVICE_KINDS, EventTable
 from kernlint.trace.window import window_edges
 
 __all__ = ["check_trace", "check_traces", "exit_status", "merge_outcomes", "merge_reports", "Finding",
@@ -24,25 +25,44 @@ _SINGLE = "needs the traces of two or more ranks of one distributed run"
 
 def _run_rule(rule: Rule, table: EventTable, index: ScopeIndex) -> RuleOutcome:
     if rule.spec.requires_device and not table.has_device_events:
-        return not_applicable(rule, "the trace has no GPU events")
+        return not_applicable(rule, "the trace has no GPU events", absent=True)
     return rule.kind.run(rule, table, index)
+
+
+def reads_device_events(rule: Rule, table: EventTable) -> bool:
+    """Whether the rule's verdict on this trace rests on device events and their links to launches."""
+    check = rule.spec.check
+    if rule.spec.anchor is not None and rule.spec.anchor.kernel and table.has_device_events:
+        return True
+    return bool(getattr(check, "device_categories", ())) or bool(set(getattr(check, "kinds", ())) & DEVICE_KINDS)
+
+
+def relevant_damage(rule: Rule, table: EventTable) -> list[str]:
+    """What was damaged in the trace that this rule's verdict rests on: host events that could not be
+    placed (every rule), device events that could not be linked (rules that read device events)."""
+    damage = trace_damage(table)
+    lines = list(damage.host_summary())
+    if reads_device_events(rule, table):
+        lines += damage.device_summary()
+    return lines
 
 
 def check_trace(table: EventTable, rules: Iterable[Rule], *, cross_rank_reason: str | None = _SINGLE,
                 in_rank_group: bool = False) -> TraceReport:
     """One trace. Cross-rank rules are left to check_traces when the trace belongs to a group of ranks;
-    otherwise they are not applicable, with `cross_rank_reason`."""
+    otherwise they are not applicable, with `cross_rank_reason`. A verdict that rests on damaged events is
+    incomplete, never passed."""
     index = ScopeIndex.of(table)
     outcomes = []
     for rule in rules:
         if rule.cross_rank:
             if not in_rank_group:
-                outcomes.append(not_applicable(rule, cross_rank_reason or _SINGLE))
+                outcomes.append(not_applicable(rule, cross_rank_reason or _SINGLE, absent=True))
             continue
-        outcomes.append(_run_rule(rule, table, index))
+        outcomes.append(mark_incomplete(_run_rule(rule, table, index), relevant_damage(rule, table)))
     return TraceReport(trace=table.path, events=len(table), has_device_events=table.has_device_events,
                        has_stacks=table.has_stacks, rank=table.meta.rank, outcomes=outcomes,
-                       outside_window=window_edges(table).counts())
+                       outside_window=window_edges(table).counts(), damage=trace_damage(table).summary())
 
 
 def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule]) -> list[TraceReport]:
@@ -63,9 +83,10 @@ def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule]) -> list[Tr
         outcomes = []
         for rule in cross:
             if rule.spec.requires_device and not all(t.has_device_events for t in group.tables):
-                outcomes.append(not_applicable(rule, "some rank's trace has no GPU events"))
+                outcomes.append(not_applicable(rule, "some rank's trace has no GPU events", absent=True))
             else:
-                outcomes.append(rule.kind.run_group(rule, group))
+                damage = [f"rank {t.meta.rank}: {line}" for t in group.tables for line in relevant_damage(rule, t)]
+                outcomes.append(mark_incomplete(rule.kind.run_group(rule, group), damage))
         outside: dict[str, int] = {}
         notes = list(group.notes)
         for t in group.tables:
@@ -80,5 +101,6 @@ def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule]) -> list[Tr
             trace=group.label, events=sum(len(t) for t in group.tables),
             has_device_events=all(t.has_device_events for t in group.tables),
             has_stacks=all(t.has_stacks for t in group.tables), rank=None, outcomes=outcomes,
-            ranks=[t.meta.rank for t in group.tables], notes=notes, outside_window=outside))
+            ranks=[t.meta.rank for t in group.tables], notes=notes, outside_window=outside,
+            damage=[f"rank {t.meta.rank}: {line}" for t in group.tables for line in trace_damage(t).summary()]))
     return reports

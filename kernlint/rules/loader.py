@@ -3,16 +3,22 @@ from __future__ import annotations
 
 import importlib.resources
 import re
-import tomllib
 from pathlib import Path
 from typing import Iterable
 
 import msgspec
+import tomllib
 
 from kernlint.errors import ConfigError, RuleFileError
 from kernlint.rules.checks import REGISTRY
 from kernlint.rules.schema import Rule, RuleSpec
-from kernlint.trace.names import DEVICE_CATEGORIES, HOST_CATEGORIES, NAMED_PATTERNS, named_pattern
+from kernlint.trace.names import (
+    DEVICE_CATEGORIES,
+    HOST_CATEGORIES,
+    NAMED_PATTERNS,
+    named_pattern,
+)
+from kernlint.trace.patterns import PatternError, compile_pattern
 from kernlint.trace.table import KINDS
 
 RULE_ID = re.compile(r"^KL\d{3}$")
@@ -65,6 +71,11 @@ def _line_of(text: str, dotted: list[str]) -> int | None:
             break
         if key_re.match(lines[i]):
             return i + 1
+    # Not `key = ...`: the key may be a table of its own, `[key]`, `[[key]]` or `[key.sub]` (under `tables`).
+    table_re = re.compile(r"^\s*\[\[?\s*" + r"\s*\.\s*".join(re.escape(t) for t in dotted) + r"\s*[.\]]")
+    for i, line in enumerate(lines):
+        if table_re.match(line):
+            return i + 1
     return start or None
 
 
@@ -109,9 +120,13 @@ def parse_rule_file(path: Path) -> Rule:
         m = _TOML_LINE.search(str(exc))
         raise RuleFileError(path, f"invalid TOML: {str(exc).split(' (at')[0]}",
                             int(m.group(1)) if m else None) from None
+    except (RecursionError, MemoryError):  # tomllib parses nested arrays and tables by recursion
+        raise RuleFileError(path, "invalid TOML: arrays or tables nested too deeply to read") from None
     _expand_named_patterns(data, path, text)
     try:
         spec = msgspec.convert(data, RuleSpec)
+    except (RecursionError, MemoryError):
+        raise RuleFileError(path, "schema error: values nested too deeply to check") from None
     except msgspec.ValidationError as exc:
         message = str(exc)
         unknown = _UNKNOWN_FIELD.search(message)
@@ -157,9 +172,9 @@ def _validate(rule: Rule, path: Path, text: str) -> None:
         if pattern is None:
             continue
         try:
-            re.compile(pattern)
-        except re.error as exc:
-            fail(f"bad regular expression {pattern!r} in {'.'.join(where)}: {exc}", *where)
+            compile_pattern(pattern)
+        except PatternError as exc:
+            fail(f"{'.'.join(where)}: {exc}", *where)
     for cat in getattr(check, "device_categories", ()):
         if cat != "*" and cat not in DEVICE_CATEGORIES:
             fail(f"unknown device category {cat!r} (known: {', '.join(DEVICE_CATEGORIES)})",
@@ -187,7 +202,10 @@ def rule_files(paths: Iterable[str | Path]) -> list[Path]:
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            out.extend(sorted(path.glob("*.toml")))
+            found = sorted(path.glob("*.toml"))
+            if not found:
+                raise RuleFileError(path, "rule folder holds no rule files (*.toml)")
+            out.extend(found)
         elif path.is_file():
             out.append(path)
         else:

@@ -55,6 +55,9 @@ class RuleOutcome:
     reason: str | None = None      # why not applicable
     note: str | None = None        # e.g. which part of the rule could not run on this trace
     findings: list[Finding] = field(default_factory=list)
+    # Not applicable because what the rule is about is absent by name (no anchor, no scope, one rank):
+    # a verdict that holds even where some events were damaged, since every name was read.
+    subject_absent: bool = False
 
 
 @dataclass
@@ -68,14 +71,34 @@ class TraceReport:
     ranks: list[int] | None = None   # set for the report of a group of ranks (the cross-rank rules)
     notes: list[str] = field(default_factory=list)    # run grouping, missing ranks, profiling-window edges
     outside_window: dict[str, int] = field(default_factory=dict)  # what was kept out of comparisons, by kind
+    damage: list[str] = field(default_factory=list)   # what in the trace could not be used, one line each
 
     @property
     def findings(self) -> list[Finding]:
         return [f for o in self.outcomes for f in o.findings]
 
 
-def not_applicable(rule, reason: str) -> RuleOutcome:
-    return RuleOutcome(rule.id, rule.name, rule.severity, STATUS_NOT_APPLICABLE, reason=reason)
+def not_applicable(rule, reason: str, *, absent: bool = False) -> RuleOutcome:
+    """`absent`: the rule's subject does not exist by name (no anchor, no scope, one rank)."""
+    return RuleOutcome(rule.id, rule.name, rule.severity, STATUS_NOT_APPLICABLE, reason=reason,
+                       subject_absent=absent)
+
+
+def mark_incomplete(outcome: RuleOutcome, damage: list[str]) -> RuleOutcome:
+    """A verdict that rests on damaged evidence: never passed (nor not applicable, unless the subject is
+    absent by name). A failure stands: its findings are real; the damage is noted."""
+    if not damage:
+        return outcome
+    what = "; ".join(damage)
+    if outcome.status == STATUS_FAILED or (outcome.status == STATUS_NOT_APPLICABLE and outcome.subject_absent):
+        extra = f"the trace is damaged ({what})"
+        outcome.note = f"{outcome.note}; {extra}" if outcome.note else extra
+        return outcome
+    was = outcome.status + (f" ({outcome.reason})" if outcome.reason else "")
+    outcome.note = f"{outcome.note}; would be {was}" if outcome.note else f"would be {was}"
+    outcome.status = STATUS_INCOMPLETE
+    outcome.reason = f"could not fully check: {what}"
+    return outcome
 
 
 def decided(rule, findings: list[Finding], level: str | None, instances: int, note: str | None = None
@@ -120,7 +143,8 @@ def merge_reports(reports: Sequence[TraceReport]) -> TraceReport:
                        has_device_events=all(r.has_device_events for r in reports),
                        has_stacks=all(r.has_stacks for r in reports), rank=None,
                        outcomes=[merge_outcomes(outs) for outs in by_rule.values()],
-                       notes=[n for r in reports for n in r.notes], outside_window=outside)
+                       notes=[n for r in reports for n in r.notes], outside_window=outside,
+                       damage=[d for r in reports for d in r.damage])
 
 
 def exit_status(reports: Iterable[TraceReport], fail_on: str = "warning", *, allow_incomplete: bool = False,

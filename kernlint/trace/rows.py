@@ -11,13 +11,12 @@ Semantics the rule language documents (docs/rule-language.md):
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Iterable, Sequence
 
 import numpy as np
 
+from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.scopes import Scope, ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS
 
@@ -26,9 +25,8 @@ WORKING_RUNTIME_CATEGORIES = frozenset({"launch", "memcpy_call"})
 HOST_KINDS = ("op", "runtime", "annotation", "module", "python")
 
 
-@lru_cache(maxsize=1024)
-def compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def compiled(pattern: str):
+    return compile_pattern(pattern)
 
 
 def display_name(index: ScopeIndex, row: int) -> str:

@@ -38,8 +38,10 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 
 from kernlint.trace.names import is_profiler_frame, named_pattern
+from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.table import DEVICE_KINDS, EventTable
 
 _CONTAINER = re.compile(named_pattern("profiler-container-range"))
@@ -89,6 +91,9 @@ class ScopeIndex:
         self.launch_ts = f["launch_ts"].to_numpy()
         self.category = f["category"].to_numpy()
         self.does_work = f["does_work"].to_numpy()
+        self.short_name = f["short_name"].to_numpy()
+        self.op = f["op"].to_numpy()
+        self.source = f["source"].to_numpy()
         self._device_by_thread = self._by_thread(np.flatnonzero(
             np.isin(self.kind, list(DEVICE_KINDS)) & (self.launcher >= 0)), self.launch_ts)
         self._children: dict[int, list[int]] | None = None
@@ -96,6 +101,7 @@ class ScopeIndex:
         self._modules_by_thread = self._by_thread(np.flatnonzero(self.kind == "module"), self.ts)
         self._gemm_by_thread = self._gemm_owners()
         self._coarse: dict[int, bool] = {}
+        self._units_cache: dict[tuple[int, int, int], list[Scope]] = {}
         self.frame_col = f["frame"].to_numpy()
         self._profiler_frames: dict[int, bool] = {}
 
@@ -144,7 +150,7 @@ class ScopeIndex:
         if found is None:
             return np.empty(0, dtype=np.int64)
         keys, rows = found
-        return rows[np.searchsorted(keys, start, "left"):np.searchsorted(keys, stop, "left")]
+        return rows[keys.searchsorted(start, "left"):keys.searchsorted(stop, "left")]
 
     def in_profiler(self, row: int) -> bool:
         """Whether the event runs under the profiler's own Python frames (its stop synchronizes the device):
@@ -232,7 +238,15 @@ class ScopeIndex:
 
     def enclosing_units(self, row: int) -> list[Scope]:
         """Units enclosing `row`, innermost first, below the innermost coarse unit. Python frames inside the
-        innermost nn.Module are its implementation, not units of their own: the module is the layer."""
+        innermost nn.Module are its implementation, not units of their own: the module is the layer.
+        Events issued from the same innermost range, module and frame share the answer (cached)."""
+        key = (int(self.annotation[row]), int(self.module[row]), int(self.user_frame[row]))
+        found = self._units_cache.get(key)
+        if found is None:
+            found = self._units_cache[key] = self._enclosing_units(row)
+        return found
+
+    def _enclosing_units(self, row: int) -> list[Scope]:
         fine = self._fine_rows(row)
         first_module = next((j for j, u in enumerate(fine) if self.kind[u] == "module"), 0)
         return [self.unit(u) for j, u in enumerate(fine) if j >= first_module or self.kind[u] != "python"]
@@ -288,8 +302,7 @@ class ScopeIndex:
             return self._fallback(anchor, level, anchors)
         units = self.enclosing_units(host_row)
         if anchors is not None:
-            cut = next((j for j, u in enumerate(units) if anchors.count_in(u) > 1), len(units))
-            units = units[:cut]
+            units = anchors.below_other_anchors(units)
         if not units:
             return self._fallback(anchor, level, anchors)
         i = next((j for j, unit in enumerate(units) if self._other_work(unit, anchor, level)), None)
@@ -337,7 +350,7 @@ class ScopeIndex:
         wanted: list[int] = []
         for kind, patterns in (("annotation", annotations), ("module", modules), ("python", frames),
                                ("op", ops)):
-            regexes = [re.compile(p) for p in patterns]
+            regexes = [compile_pattern(p) for p in patterns]
             if not regexes:
                 continue
             verdict: dict[str, bool] = {}
@@ -376,13 +389,30 @@ class AnchorSet:
     def __init__(self, index: ScopeIndex, rows: Sequence[int]):
         self.rows = list(rows)
         self._by_thread = index._by_thread(np.asarray(self.rows, dtype=np.int64), index.launch_ts)
+        self._counts: dict[tuple[str, float, float], int] = {}
+        self._cuts: dict[int, list[Scope]] = {}
 
     def count_in(self, unit: Scope) -> int:
-        found = self._by_thread.get(unit.thread)
+        key = (unit.thread, unit.ts, unit.end)
+        n = self._counts.get(key)
+        if n is None:
+            found = self._by_thread.get(unit.thread)
+            if found is None:
+                n = 0
+            else:
+                keys = found[0]
+                n = int(keys.searchsorted(unit.end, "left") - keys.searchsorted(unit.ts, "left"))
+            self._counts[key] = n
+        return n
+
+    def below_other_anchors(self, units: list[Scope]) -> list[Scope]:
+        """The innermost units up to (not including) the first that holds another anchor: it is coarse
+        for this rule. Anchors that share their units share the answer."""
+        found = self._cuts.get(id(units))
         if found is None:
-            return 0
-        keys = found[0]
-        return int(np.searchsorted(keys, unit.end, "left") - np.searchsorted(keys, unit.ts, "left"))
+            cut = next((j for j, u in enumerate(units) if self.count_in(u) > 1), len(units))
+            found = self._cuts[id(units)] = units[:cut]
+        return found
 
 
 def add_scope_column(table: EventTable) -> None:
@@ -403,4 +433,4 @@ def add_scope_column(table: EventTable) -> None:
             units = index.enclosing_units(host)
             cache[key] = units[0].label if units else None
         labels[row] = cache[key]
-    f["scope"] = labels
+    f["scope"] = pd.Series(labels, index=f.index, dtype=object)  # None stays None (pandas 3 would make NaN)

@@ -67,13 +67,12 @@ def named_scopes(index: ScopeIndex, rule: "Rule") -> list[Scope]:
 
 def make_finding(rule: "Rule", index: ScopeIndex, row: int, scope: Scope, message: str,
                  anchor: str | None, event: str | None = None, severity: str | None = None) -> Finding:
-    f = index.frame
-    op = int(f.at[row, "op"]) if index.kind[row] != "op" else row
+    op = int(index.op[row]) if index.kind[row] != "op" else row
     top = int(index.top_op[row])
-    source = f.at[row, "source"]
+    source = index.source[row]
     return Finding(
         rule=rule.id, name=rule.name, severity=severity or rule.severity, message=message,
-        trace=index.table.path, scope=scope.label, event=event or str(f.at[row, "short_name"]),
+        trace=index.table.path, scope=scope.label, event=event or str(index.short_name[row]),
         event_kind=str(index.kind[row]), event_category=str(index.category[row]),
         launch_op=str(index.name[op]) if op >= 0 else None,
         top_op=str(index.name[top]) if top >= 0 else None,

@@ -51,7 +51,7 @@ def _graph_replayed(index, anchors: np.ndarray) -> np.ndarray:
 def run(rule, table, index):
     level, anchors = find_anchors(rule, table, index)
     if level is None:
-        return not_applicable(rule, anchor_reason(rule, table))
+        return not_applicable(rule, anchor_reason(rule, table), absent=True)
     if rule.spec.scope.is_named:
         anchors = np.array(inside_any(index, named_scopes(index, rule), anchors.tolist()), dtype=np.int64)
         if not len(anchors):
@@ -77,7 +77,7 @@ def run(rule, table, index):
     unscoped = 0
     for a in anchor_list:
         scope = index.anchor_scope(a, level, by_thread)
-        anchor_name = str(index.frame.at[a, "short_name"])
+        anchor_name = str(index.short_name[a])
         if scope.kind == "anchor":
             unscoped += 1  # no unit of one layer encloses its launch: nothing can be said about "before"
             continue
@@ -90,7 +90,7 @@ def run(rule, table, index):
             rows = [r for r in cand if index.end[r] <= a_ts or not (index.ts[r] <= a_ts and index.end[r] >= a_end)]
             rows = outermost(index, [r for r in rows if category_ok(index, r, check.op_categories)])
         for r in rows:
-            event = str(index.frame.at[r, "short_name"])
+            event = str(index.short_name[r])
             findings.append(make_finding(rule, index, r, scope, f"{event} ({index.category[r]}) runs before "
                                          f"{anchor_name} in {scope.label}", anchor_name))
     if anchor_list and unscoped == len(anchor_list):

@@ -45,12 +45,12 @@ def needs_a_filter(rule):
 def run(rule, table, index):
     scopes = named_scopes(index, rule)
     if not scopes:
-        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]")
+        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
     flt = EventFilter.of(rule.spec.check)
     findings = []
     for scope in scopes:
         for r in scope_rows(index, scope, flt, rule.spec.check.nested):
-            event = str(index.frame.at[r, "short_name"])
+            event = str(index.short_name[r])
             findings.append(make_finding(rule, index, r, scope, f"{event} in {scope.label}", None))
     return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))
 

@@ -15,13 +15,14 @@ class ForbidTemporaryAlloc(CheckSpec, tag="forbid-temporary-alloc"):
 def run(rule, table, index):
     scopes = named_scopes(index, rule)
     if not scopes:
-        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]")
+        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
     check = rule.spec.check
     f = index.frame
     recorded = table.meta.profile_memory
     if recorded is False or (recorded is None and not (index.kind == "alloc").any()):
         # Without memory events a temporary is invisible: say so rather than pass.
-        return not_applicable(rule, "the trace has no [memory] events (record with profile_memory=True)")
+        return not_applicable(rule, "the trace has no [memory] events (record with profile_memory=True)",
+                              absent=True)
     allocs = np.flatnonzero((index.kind == "alloc") & f["dtype"].isin(set(check.dtypes)).to_numpy()
                             & (f["bytes"].to_numpy() >= max(check.min_bytes, 1)))
     paired = f["paired"].to_numpy()

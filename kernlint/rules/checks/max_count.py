@@ -19,7 +19,7 @@ class MaxCount(CheckSpec, tag="max-count"):
 def run(rule, table, index):
     scopes = named_scopes(index, rule)
     if not scopes:
-        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]")
+        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
     flt = EventFilter.of(rule.spec.check)
     limit = rule.spec.check.max
     findings = []

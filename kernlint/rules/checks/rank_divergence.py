@@ -50,7 +50,7 @@ class RankStream:
 
 
 def _key(index: ScopeIndex, row: int, device_names: list[str]) -> tuple[str, str]:
-    source = index.frame.at[row, "source"]
+    source = index.source[row]
     site = source if isinstance(source, str) else ""
     if index.kind[row] == "runtime" and device_names:
         return f"{index.name[row]} -> {device_names[0]}", site
@@ -130,7 +130,7 @@ def run_group(rule, group) -> RuleOutcome:
     indexes = [ScopeIndex.of(t) for t in tables]
     streams = [rank_stream(rule, ix) for ix in indexes]
     if not any(s.rows for s in streams):
-        return not_applicable(rule, "no host event on any rank matches the rule's filter")
+        return not_applicable(rule, "no host event on any rank matches the rule's filter", absent=True)
     counts = [Counter(s.keys) for s in streams]
     everything = sorted(set().union(*counts))
     mode = {}
