@@ -1,0 +1,146 @@
+"""Property-based tests (hypothesis) on the loader and the engine, bounded in time for CI:
+
+- random event streams never crash them: a trace loads and checks, or it is one TraceError;
+- the verdict does not change with the order of events;
+- a damaged regressed trace is never "passed": with a field made unusable or a launch, kernel or runtime
+  event removed, KL001 still fails, or says it could not fully check, or that its anchor is absent.
+
+Run longer with `KERNLINT_FUZZ_EXAMPLES=20000 pytest tests/test_properties.py` (bench/fuzz notes).
+"""
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import os
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES
+from kernlint.errors import TraceError
+from kernlint.rules.engine import check_traces
+from kernlint.rules.loader import load_rules
+from kernlint.trace.load import load_trace
+
+EXAMPLES = int(os.environ.get("KERNLINT_FUZZ_EXAMPLES", "60"))
+PROFILE = settings(max_examples=EXAMPLES, deadline=None, derandomize=os.environ.get("CI") == "true",
+                   suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+RULES = load_rules()
+KL001 = [r for r in RULES if r.id == "KL001"]
+REGRESSED = json.loads(gzip.decompress((FIXTURES / "traces" / "gpu" / "placeholder_new_ones.pt.trace.json.gz")
+                                       .read_bytes()))
+
+junk = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**80, max_value=2**80),
+                 st.floats(allow_nan=False), st.text(max_size=8), st.lists(st.integers(), max_size=2),
+                 st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+names = st.sampled_from(["scale_1x128_kernel", "aten::fill_", "cudaLaunchKernel", "cuLaunchKernelEx",
+                         "nn.Module: Linear_0", "x.py(3): f", "[memory]", "ProfilerStep#1", "execute_model",
+                         "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>()",
+                         "Memcpy DtoH (Device -> Pageable)", "cudaStreamSynchronize", "aten::item"])
+cats = st.sampled_from(["kernel", "cpu_op", "cuda_runtime", "cuda_driver", "user_annotation", "python_function",
+                        "gpu_memcpy", "gpu_memset", "cpu_instant_event", "ac2g", "Trace", "weird"])
+small = st.one_of(st.integers(min_value=-5, max_value=300), st.floats(min_value=-5, max_value=300), junk)
+args = st.fixed_dictionaries({}, optional={"correlation": small, "External id": small, "Bytes": small,
+                                           "Addr": small, "Device Type": small, "Device Id": small,
+                                           "device": small, "stream": small, "Input type": junk,
+                                           "Concrete Inputs": junk})
+event = st.fixed_dictionaries({"ph": st.sampled_from(["X", "i", "M", "s", "f", "B"])},
+                              optional={"cat": st.one_of(cats, junk), "name": st.one_of(names, junk),
+                                        "pid": st.one_of(st.integers(0, 3), junk),
+                                        "tid": st.one_of(st.integers(0, 3), junk),
+                                        "ts": small, "dur": small, "args": st.one_of(args, junk)})
+top = st.fixed_dictionaries({"traceEvents": st.lists(event, max_size=40)},
+                            optional={"distributedInfo": st.one_of(junk, st.fixed_dictionaries(
+                                {"rank": small, "world_size": small})), "deviceProperties": junk,
+                                "baseTimeNanoseconds": small, "profile_memory": junk, "with_stack": junk})
+
+
+def _write(tmp_path, data, name="t.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+@PROFILE
+@given(data=top)
+def test_random_event_streams_never_crash_the_loader_or_the_engine(tmp_path_factory, data):
+    path = _write(tmp_path_factory.mktemp("fuzz"), data)
+    try:
+        table = load_trace(path)
+    except TraceError:
+        return
+    for report in check_traces([table], RULES):
+        for outcome in report.outcomes:
+            assert outcome.status in ("failed", "passed", "not-applicable", "incomplete")
+
+
+def _verdicts(path):
+    reports = check_traces([load_trace(path)], RULES)
+    return sorted((o.rule, o.status, tuple(sorted((f.event, f.scope, f.source or "", f.anchor or "")
+                                                  for f in o.findings)))
+                  for r in reports for o in r.outcomes)
+
+
+@PROFILE
+@given(seed=st.integers(0, 2**32 - 1))
+def test_the_verdict_does_not_change_with_the_order_of_events(tmp_path_factory, seed):
+    folder = tmp_path_factory.mktemp("order")
+    baseline = _verdicts(_write(folder, REGRESSED, "a.json"))
+    shuffled = copy.deepcopy(REGRESSED)
+    random.Random(seed).shuffle(shuffled["traceEvents"])
+    assert _verdicts(_write(folder, shuffled, "b.json")) == baseline
+
+
+_ESSENTIAL = ("kernel", "cuda_runtime", "cuda_driver", "cpu_op", "python_function")
+
+
+@st.composite
+def damage(draw):
+    """One damaging change to the regressed trace: an essential field made unusable, or a launch, a kernel
+    or a runtime event removed, or every correlation id made equal."""
+    data = copy.deepcopy(REGRESSED)
+    events = data["traceEvents"]
+    relevant = [i for i, e in enumerate(events) if e.get("cat") in _ESSENTIAL]
+    how = draw(st.sampled_from(["field", "remove", "same-correlation"]))
+    if how == "same-correlation":
+        for e in events:
+            if isinstance(e.get("args"), dict) and "correlation" in e["args"]:
+                e["args"]["correlation"] = 7
+        return data
+    i = draw(st.sampled_from(relevant))
+    if how == "remove":
+        if events[i].get("cat") not in ("kernel", "cuda_runtime", "cuda_driver"):
+            i = draw(st.sampled_from([j for j in relevant if events[j]["cat"] in ("kernel", "cuda_runtime",
+                                                                                   "cuda_driver")]))
+        del events[i]
+        return data
+    field = draw(st.sampled_from(["ts", "dur", "pid", "tid", "cat", "name", "correlation"]))
+    unusable = [st.none(), st.floats(min_value=0.1, max_value=0.9), st.lists(st.integers(), min_size=1, max_size=2),
+                st.integers(max_value=-1)]
+    if field not in ("cat", "name"):  # another string there is a valid, different trace, not a damaged one
+        unusable.append(st.text(min_size=1, max_size=4).filter(lambda s: not s.strip().isdigit()))
+    value = draw(st.one_of(*unusable))
+    if field == "correlation":
+        if not isinstance(events[i].get("args"), dict) or "correlation" not in events[i]["args"]:
+            return data
+        events[i]["args"]["correlation"] = value
+    else:
+        events[i][field] = value
+    return data
+
+
+@PROFILE
+@given(damaged=damage())
+def test_a_damaged_regressed_trace_is_never_passed(tmp_path_factory, damaged):
+    path = _write(tmp_path_factory.mktemp("damaged"), damaged)
+    try:
+        table = load_trace(path)
+    except TraceError:
+        return
+    (report,) = check_traces([table], KL001)
+    (outcome,) = report.outcomes
+    assert outcome.status != "passed", (outcome, report.damage)
+    if outcome.status == "not-applicable":
+        assert outcome.subject_absent, outcome
