@@ -421,3 +421,18 @@ def test_damage_counts_are_plain_numbers(tmp_path):
     counts = damage.counts()
     assert counts == {"host.ts": 1} and all(type(v) is int for v in counts.values())
     assert isinstance(damage.bad_rows, np.ndarray) and len(damage.bad_rows) == 1
+
+
+@pytest.mark.parametrize("field, value", [("ts", 0.5), ("ts", -1), ("pid", -1), ("pid", "ab"), ("tid", -100),
+                                          ("tid", "ab")])
+def test_a_launch_that_cannot_have_launched_its_kernel_is_counted(tmp_path, field, value):
+    """The quantization kernel's launch moved in time (58 days before its kernel) or onto a process or
+    thread that runs nothing else: valid values, but the launch no longer lies in its module, so the
+    anchor would be unscoped and KL001 would say 'not applicable' on a regressed trace."""
+    data = _regressed()
+    (launch,) = [e for e in data["traceEvents"] if e.get("name") == "cuLaunchKernelEx"
+                 and "External id" not in e.get("args", {})]
+    launch[field] = value
+    damage = trace_damage(load_trace(_write(tmp_path, data)))
+    assert len(damage.misfit_launches) == 1 and damage.touches_device
+    assert "1 launch whose time or process does not fit the device event they launched" in damage.device_summary()

@@ -141,6 +141,15 @@ def test_a_damaged_regressed_trace_is_never_passed(tmp_path_factory, damaged):
         return
     (report,) = check_traces([table], KL001)
     (outcome,) = report.outcomes
-    assert outcome.status != "passed", (outcome, report.damage)
+    assert outcome.status != "passed", (outcome, report.damage, _changes(damaged))
     if outcome.status == "not-applicable":
-        assert outcome.subject_absent, outcome
+        assert outcome.subject_absent, (outcome, _changes(damaged))
+
+
+def _changes(damaged) -> list:
+    """What the damage changed in the regressed trace, for the failure message."""
+    before, after = REGRESSED["traceEvents"], damaged["traceEvents"]
+    if len(before) != len(after):
+        gone = [e for e in before if e not in after]
+        return [("removed", e) for e in gone]
+    return [(a, b) for a, b in zip(before, after) if a != b]

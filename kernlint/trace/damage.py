@@ -92,6 +92,8 @@ class TraceDamage:
     ambiguous_links: np.ndarray = field(default_factory=lambda: _EMPTY)    # id shared by 2+ calls; unlinked
     unlinked_launches: np.ndarray = field(default_factory=lambda: _EMPTY)  # no device event inside the window
     unknown_device: np.ndarray = field(default_factory=lambda: _EMPTY)     # unknown category; a lonely launch's id
+    misfit_launches: np.ndarray = field(default_factory=lambda: _EMPTY)    # time or process disagrees with its
+    #                                   device event (moved in time, or on a process that runs no op)
     bad_device_fields: dict[str, int] = field(default_factory=dict)  # field -> device-side events with it
     #                                   unusable; for the link ids (correlation, External id) every event
     # Host damage (every rule).
@@ -120,7 +122,7 @@ class TraceDamage:
         """Device events could not be linked or read: verdicts of rules that read device events may rest
         on them."""
         return bool(len(self.unlinked_device) or len(self.ambiguous_links) or len(self.unlinked_launches)
-                    or len(self.unknown_device) or self.bad_device_fields)
+                    or len(self.unknown_device) or len(self.misfit_launches) or self.bad_device_fields)
 
     def __bool__(self) -> bool:
         return self.touches_host or self.touches_device
@@ -145,6 +147,9 @@ class TraceDamage:
         if len(self.unlinked_launches):
             lines.append(f"{_events(len(self.unlinked_launches), 'kernel launches')} with no device event inside the "
                          "window (their kernels were lost)")
+        if len(self.misfit_launches):
+            lines.append(f"{_events(len(self.misfit_launches), 'launches')} whose time or process does not fit "
+                         "the device event they launched")
         if len(self.ambiguous_links):
             lines.append(f"{_events(len(self.ambiguous_links), 'device events')} whose correlation id two or "
                          "more launches share (not linked)")
@@ -163,9 +168,11 @@ class TraceDamage:
 
     def counts(self) -> dict[str, int]:
         """The numbers behind summary(), by key: unlinked_device, ambiguous_links, unlinked_launches,
-        unknown_device, device.<field>, host.<field>, misplaced_launches, misplaced_frames (non-zero only)."""
+        unknown_device, misfit_launches, device.<field>, host.<field>, misplaced_launches, misplaced_frames
+        (non-zero only)."""
         out = {"unlinked_device": len(self.unlinked_device), "ambiguous_links": len(self.ambiguous_links),
-               "unlinked_launches": len(self.unlinked_launches), "unknown_device": len(self.unknown_device)}
+               "unlinked_launches": len(self.unlinked_launches), "unknown_device": len(self.unknown_device),
+               "misfit_launches": len(self.misfit_launches)}
         out.update({f"device.{k}": n for k, n in self.bad_device_fields.items()})
         out.update({f"host.{k}": n for k, n in self.bad_host_fields.items()})
         out.update({"misplaced_launches": len(self.misplaced_launches),
@@ -218,7 +225,39 @@ def _compute(table: EventTable) -> TraceDamage:
                        bad_rows=bad_rows.astype(np.int64),
                        misplaced_launches=_misplaced_launches(f, kind, flags, edges.past_end),
                        misplaced_frames=np.flatnonzero((flags & FRAME_OUTSIDE_PARENT) != 0).astype(np.int64),
-                       unknown_device=_unknown_device(f, kind))
+                       unknown_device=_unknown_device(f, kind),
+                       misfit_launches=_misfit_launches(f, kind))
+
+
+# A kernel starts after its launch began (clock conversion allows a little slack), and not hours later.
+_EARLIEST_BEFORE_LAUNCH_US = 1_000.0
+_LATEST_AFTER_LAUNCH_US = 3_600e6
+_PROCESS_KINDS = ("op", "annotation", "python", "module")
+
+
+def _misfit_launches(f, kind: np.ndarray) -> np.ndarray:
+    """Launch calls that cannot have launched the device event linked to them: the device event starts
+    well before the call, or hours after it; or the call sits in a process that issued no op, range or
+    frame while the trace has them (its pid was damaged). Such a launch is placed in the wrong scope."""
+    launcher = f["launcher"].to_numpy()
+    device = np.flatnonzero(np.isin(kind, list(DEVICE_KINDS)) & (launcher >= 0))
+    if not len(device):
+        return _EMPTY
+    ts = f["ts"].to_numpy()
+    calls = launcher[device]
+    gap = ts[device] - ts[calls]
+    bad = (gap < -_EARLIEST_BEFORE_LAUNCH_US) | (gap > _LATEST_AFTER_LAUNCH_US)
+    pid = f["pid"].to_numpy()
+    hosts = np.isin(kind, _PROCESS_KINDS)
+    host_pids = set(pid[hosts].tolist())
+    if host_pids:
+        bad |= ~np.isin(pid[calls], list(host_pids))
+        # A kernel launch comes from a thread that runs ops or Python; one on a thread with neither, in a
+        # trace that records them, had its tid damaged.
+        threads = f["thread"].to_numpy()
+        kernel_launch = f["category"].to_numpy()[calls] == "launch"
+        bad |= kernel_launch & ~np.isin(threads[calls], list(set(threads[hosts].tolist())))
+    return np.unique(calls[bad]).astype(np.int64)
 
 
 def _unknown_device(f, kind: np.ndarray) -> np.ndarray:
