@@ -16,4 +16,4 @@ start=$(date +%s.%N)
 python3 -m kernlint.cli audit --include-regressed 2>&1 | grep -v '^USDT' | tee "$OUT/audit_regressed.txt"
 echo "kernlint audit --include-regressed: exit ${PIPESTATUS[0]}, wall $(python3 -c "print(round($(date +%s.%N) - $start, 2))") s" | tee -a "$OUT/audit_regressed.txt"
 python3 -m kernlint.cli audit --replay 2>&1 | tail -3 | tee "$OUT/replay.txt"
-python3 -m pytest -q -p no:cacheprovider -x tests 2>&1 | tail -15 | tee "$OUT/pytest.txt"
+python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tail -25 | tee "$OUT/pytest.txt"
