@@ -10,6 +10,8 @@ import json
 import os
 from pathlib import Path
 
+from rule_helpers import rule_text
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REGRESSED = FIXTURES / "traces" / "gpu" / "placeholder_new_ones.pt.trace.json.gz"
 TP_CLEAN_CPU = FIXTURES / "traces" / "cpu-gloo" / "fp8-tp-mlp"
@@ -220,24 +222,22 @@ def kernel_name_40k(folder: Path) -> list[str]:
     return _check(_write(folder, data))
 
 
-def pathological_user_regex(folder: Path) -> list[str]:
+def _user_rule(folder: Path, rid: str, annotation_pattern: str) -> Path:
+    """A rules folder holding one forbid-in-scope rule whose scope is the given annotation pattern."""
     rules = folder / "rules"
     rules.mkdir()
-    (rules / "KL901.toml").write_text('''id = "KL901"
-name = "nested-quantifier"
-severity = "error"
-summary = "s"
-[scope]
-annotations = ["(a+)+$"]
-[check]
-type = "forbid-in-scope"
-kinds = ["kernel"]
-[docs]
-what-it-does = "a"
-why-is-this-bad = "b"
-example = "c"
-use-instead = "d"
-''')
+    (rules / f"{rid}.toml").write_text(rule_text(f"""
+        [scope]
+        annotations = [{json.dumps(annotation_pattern)}]
+        [check]
+        type = "forbid-in-scope"
+        kinds = ["kernel"]
+        """, rid, name="user-pattern"))
+    return rules
+
+
+def pathological_user_regex(folder: Path) -> list[str]:
+    rules = _user_rule(folder, "KL901", "(a+)+$")
     data = _regressed()
     data["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": "a" * 32 + "b", "pid": 1, "tid": 1,
                                 "ts": 0, "dur": 1})
@@ -245,23 +245,7 @@ use-instead = "d"
 
 
 def lookbehind_user_regex(folder: Path) -> list[str]:
-    rules = folder / "rules"
-    rules.mkdir()
-    (rules / "KL902.toml").write_text('''id = "KL902"
-name = "lookbehind"
-severity = "error"
-summary = "s"
-[scope]
-annotations = ["(?<!x)step"]
-[check]
-type = "forbid-in-scope"
-kinds = ["kernel"]
-[docs]
-what-it-does = "a"
-why-is-this-bad = "b"
-example = "c"
-use-instead = "d"
-''')
+    rules = _user_rule(folder, "KL902", "(?<!x)step")
     return ["check", str(REGRESSED), "--rules", str(rules)]
 
 

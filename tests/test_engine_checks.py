@@ -1,39 +1,12 @@
 """The five matchers on traces the test records itself on the CPU torch."""
 from __future__ import annotations
 
-import textwrap
-
 import torch
+from rule_helpers import outcome, rule, shipped
 from torch.profiler import record_function
 
 from kernlint.rules.engine import check_trace, exit_status
-from kernlint.rules.loader import load_rules, parse_rule_file
 from kernlint.trace.load import load_trace
-
-DOCS = """
-[docs]
-what-it-does = "a"
-why-is-this-bad = "b"
-example = "c"
-use-instead = "d"
-"""
-
-
-def rule(tmp_path, body: str, rid: str = "KL901"):
-    text = f'id = "{rid}"\nname = "test-rule"\nseverity = "error"\nsummary = "s"\n' + textwrap.dedent(body) + DOCS
-    path = tmp_path / f"{rid}.toml"
-    path.write_text(text)
-    return parse_rule_file(path)
-
-
-def shipped(rule_id: str):
-    """A rule as shipped in rules/."""
-    (found,) = [r for r in load_rules() if r.id == rule_id]
-    return found
-
-
-def outcome(trace, r):
-    return check_trace(load_trace(trace), [r]).outcomes[0]
 
 
 def _decode_step():

@@ -7,38 +7,10 @@ counting Python frames, KL002 passing on vLLM's `_dummy_run`, coarse ranges deci
 from __future__ import annotations
 
 import json
-import textwrap
 
 import torch
+from rule_helpers import outcome, rule, shipped
 from torch.profiler import ProfilerActivity, profile, record_function
-
-from kernlint.rules.engine import check_trace
-from kernlint.rules.loader import load_rules, parse_rule_file
-from kernlint.trace.load import load_trace
-
-DOCS = """
-[docs]
-what-it-does = "a"
-why-is-this-bad = "b"
-example = "c"
-use-instead = "d"
-"""
-
-
-def rule(tmp_path, body: str, rid: str = "KL901"):
-    text = f'id = "{rid}"\nname = "test-rule"\nseverity = "error"\nsummary = "s"\n' + textwrap.dedent(body) + DOCS
-    path = tmp_path / f"{rid}.toml"
-    path.write_text(text)
-    return parse_rule_file(path)
-
-
-def shipped(rule_id: str):
-    (found,) = [r for r in load_rules() if r.id == rule_id]
-    return found
-
-
-def outcome(trace, r):
-    return check_trace(load_trace(trace), [r]).outcomes[0]
 
 
 def _record_with_stack(fn, path):
@@ -127,26 +99,18 @@ def test_star_means_working_categories_not_python_frames(tmp_path):
             model(x)
 
     trace = _record_with_stack(step, tmp_path / "star.json")
-    r = rule(tmp_path, """
+    body = """
         [scope]
         annotations = ["^decode_step$"]
         [check]
         type = "max-count"
         device-categories = ["*"]
         op-categories = ["*"]
-        max = 3
-        """)
-    o = outcome(trace, r)
+        max = {max}
+        """
+    o = outcome(trace, rule(tmp_path, body.format(max=3)))
     assert o.status == "passed", [f.message for f in o.findings]
-    tight = rule(tmp_path, """
-        [scope]
-        annotations = ["^decode_step$"]
-        [check]
-        type = "max-count"
-        device-categories = ["*"]
-        op-categories = ["*"]
-        max = 2
-        """, rid="KL902")
+    tight = rule(tmp_path, body.format(max=2), rid="KL902")
     o = outcome(trace, tight)
     assert o.status == "failed" and "3 matching events" in o.findings[0].message
 
