@@ -177,8 +177,12 @@ def could_not_read(entry) -> bool:
     return entry.unreadable
 
 
-_format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-                              show_default=True, help="Output format.")
+def _format_option(f):
+    from kernlint.report import format_names
+
+    return click.option("--format", "fmt", type=click.Choice(format_names()), default="text", show_default=True,
+                        help="Output format: text (terminal), json (schema in kernlint/report/json_format.py), "
+                             "github (workflow annotations), markdown (job summary).")(f)
 
 
 def _common_check_options(f):
@@ -205,7 +209,7 @@ def _common_check_options(f):
 
 def _run_check(traces, rule_paths, no_builtin, select, ignore, fmt, output, exit_zero, fail_on,
                allow_incomplete=False, max_trace_bytes=None, notes=()) -> int:
-    from kernlint.report import OutputFormat, renderer
+    from kernlint.report import renderer
     from kernlint.report.model import CheckResult
     from kernlint.rules.engine import check_traces, exit_status
     from kernlint.rules.loader import load_rules, select_rules
@@ -221,7 +225,7 @@ def _run_check(traces, rule_paths, no_builtin, select, ignore, fmt, output, exit
     result = CheckResult(reports=reports, rules=rules, exit_code=code, notes=list(notes),
                          skipped=[(str(e.path), e.reason) for e in found.skipped],
                          ignored_files=found.ignored_count, unreadable=unreadable)
-    _emit(renderer(OutputFormat(fmt))(result), output)
+    _emit(renderer(fmt)(result), output)
     return code
 
 
@@ -236,10 +240,12 @@ def check(traces, rule_paths, no_builtin, select, ignore, fmt, output, exit_zero
 
 
 @main.command("rules")
-@click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path))
-@click.option("--no-builtin", is_flag=True)
-@_format_option
-@click.option("--debug", is_flag=True)
+@click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path),
+              help="Extra rule file or folder (repeatable).")
+@click.option("--no-builtin", is_flag=True, help="Do not load the shipped rules.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Output format.")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 def list_rules(rule_paths, no_builtin, fmt, debug):
     """List the rules."""
     def body() -> int:
@@ -401,7 +407,7 @@ def audit(device, include_regressed, out_dir, replay, fixtures, fmt, output, deb
     """
     def body() -> int:
         from kernlint.audit import audit_workloads, run_audit
-        from kernlint.report import OutputFormat, audit_renderer, replay_renderer
+        from kernlint.report import audit_renderer, replay_renderer
         from kernlint.rules.loader import load_rules
 
         rules = load_rules()
@@ -418,7 +424,7 @@ def audit(device, include_regressed, out_dir, replay, fixtures, fmt, output, deb
             if not result.results:  # nothing replayed is no evidence: never "0/0 as expected"
                 raise ConfigError(folder / "cases", "no case names a recorded trace (`trace = ...`): nothing to "
                                                     "replay")
-            _emit(replay_renderer(OutputFormat(fmt))(result), output)
+            _emit(replay_renderer(fmt)(result), output)
             return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
         from kernlint.workloads import resolve_device
 
@@ -431,7 +437,7 @@ def audit(device, include_regressed, out_dir, replay, fixtures, fmt, output, deb
                 progress.update(task, description=f"{stage} {workload.name} on {dev}")
 
             result = run_audit(workloads, rules, dev, out_dir, on_step=on_step)
-        _emit(audit_renderer(OutputFormat(fmt))(result), output)
+        _emit(audit_renderer(fmt)(result), output)
         return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
 
     _guarded(body, debug)

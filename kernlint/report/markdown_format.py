@@ -1,0 +1,32 @@
+"""Markdown for a CI job summary ($GITHUB_STEP_SUMMARY): the verdict per rule, then the findings."""
+from __future__ import annotations
+
+from kernlint.report.model import CheckResult, clean_finding, sorted_findings
+from kernlint.report.safe import printable
+
+_ICON = {"failed": "failed", "passed": "passed", "incomplete": "incomplete", "not-applicable": "not applicable"}
+
+
+def _cell(value: object) -> str:
+    """Table-cell text: visible control characters, no table or markup breaking characters."""
+    text = printable("" if value is None else value)
+    for ch in "\\`*_[]<>|":
+        text = text.replace(ch, "\\" + ch)
+    return text
+
+
+def render(result: CheckResult) -> str:
+    findings = sorted_findings(result.findings)
+    out = [f"## kernlint: {len(findings)} finding(s) in {len(result.reports)} trace(s)", ""]
+    out += ["| rule | name | verdict |", "|---|---|---|"]
+    for rule in result.rules:
+        out.append(f"| {_cell(rule.id)} | {_cell(rule.name)} | {_ICON[result.rule_status(rule.id)]} |")
+    if findings:
+        out += ["", "| rule | severity | message | source | scope | trace |", "|---|---|---|---|---|---|"]
+        for f in map(clean_finding, findings):
+            out.append(f"| {_cell(f.rule)} | {_cell(f.severity)} | {_cell(f.message)} | {_cell(f.source or '')} | "
+                       f"{_cell(f.scope)} | {_cell(f.trace)}{' rank ' + str(f.rank) if f.rank is not None else ''} |")
+    if result.unreadable:
+        out += ["", f"{len(result.unreadable)} entr{'y' if len(result.unreadable) == 1 else 'ies'} could not be "
+                "read: " + ", ".join(_cell(p) for p, _ in result.unreadable)]
+    return "\n".join(out) + "\n"
