@@ -170,13 +170,6 @@ def _load(path: Path, max_bytes: int):
     return load_trace(path, max_bytes=max_bytes)
 
 
-def could_not_read(entry) -> bool:
-    """True when a skipped folder entry could not be read (no permission, dangling link, FIFO or other
-    special file, a folder that cannot be listed, a broken gzip), so what it holds was not checked; False
-    for a file that was read and is not a kineto trace (a .run.json, other JSON)."""
-    return entry.unreadable
-
-
 def _format_option(f):
     from kernlint.report import format_names
 
@@ -219,7 +212,8 @@ def _run_check(traces, rule_paths, no_builtin, select, ignore, fmt, output, exit
     found = discover_traces(traces)
     limit = max_trace_bytes or _max_trace_bytes_default()
     reports = check_traces([_load(path, limit) for path in found.files], rules)
-    unreadable = [(str(e.path), e.reason) for e in found.skipped if could_not_read(e)]
+    # Entries that could not be read (not files that were read and are not traces): not checked.
+    unreadable = [(str(e.path), e.reason) for e in found.skipped if e.unreadable]
     code = EXIT_CLEAN if exit_zero else exit_status(reports, fail_on, allow_incomplete=allow_incomplete,
                                                     incomplete_input=bool(unreadable))
     result = CheckResult(reports=reports, rules=rules, exit_code=code, notes=list(notes),

@@ -2,11 +2,7 @@
 # One device call: cold `kernlint audit` on the GPU, the audit with the regressed variants (traces kept),
 # tensor-parallel runs on one GPU, the GPU benchmarks, and the whole test suite with the GPU tests. Needs .whl/ (msgspec, torch-tb-profiler) carried along.
 set -uo pipefail
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-{ nvidia-smi -L; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } 2>&1 | tee "$OUT/gpu.txt"
+source "$(dirname "$0")/device_env.sh"
 rm -rf ~/.triton/cache
 start=$(date +%s.%N)
 python3 -m kernlint.cli audit 2>&1 | grep -v '^USDT' | tee "$OUT/audit_cold.txt"

@@ -3,11 +3,7 @@
 # audit with the regressed variants, and `audit --replay`. Needs .whl/ (msgspec, torch-tb-profiler for the
 # device's python) carried along: see README ("GPU fixtures").
 set -uo pipefail
-export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-{ nvidia-smi -L; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } 2>&1 | tee "$OUT/gpu.txt"
+source "$(dirname "$0")/device_env.sh"
 rm -rf ~/.triton/cache
 start=$(date +%s.%N)
 python3 -m kernlint.cli audit 2>&1 | grep -v '^USDT' | tee "$OUT/audit_cold.txt"
