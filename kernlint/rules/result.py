@@ -37,6 +37,10 @@ class Finding:
     ts: float
     rank: int | None = None
     function: str | None = None    # the user function at `source`
+    # What it costs, so a reviewer can rank findings: the summed device time (µs) of the offending
+    # launches, and the bytes they allocated. None where the trace cannot say (no GPU events; a missing event).
+    device_us: float | None = None
+    bytes: int | None = None
 
     @property
     def fingerprint(self) -> str:

@@ -97,6 +97,7 @@ class ScopeIndex:
         self._device_by_thread = self._by_thread(np.flatnonzero(
             np.isin(self.kind, list(DEVICE_KINDS)) & (self.launcher >= 0)), self.launch_ts)
         self._children: dict[int, list[int]] | None = None
+        self._allocs_by_thread: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
         self._work_ops_by_thread = self._by_thread(np.flatnonzero((self.kind == "op") & self.does_work), self.ts)
         self._modules_by_thread = self._by_thread(np.flatnonzero(self.kind == "module"), self.ts)
         self._gemm_by_thread = self._gemm_owners()
@@ -268,6 +269,12 @@ class ScopeIndex:
     def device_events_between(self, thread: str, start: float, stop: float) -> np.ndarray:
         """Rows of device events launched from `thread` with start <= launch_ts < stop."""
         return self._between(self._device_by_thread.get(thread), start, stop)
+
+    def allocs_between(self, thread: str, start: float, stop: float) -> np.ndarray:
+        """Rows of allocations made on `thread` with start <= ts < stop."""
+        if self._allocs_by_thread is None:
+            self._allocs_by_thread = self._by_thread(np.flatnonzero(self.kind == "alloc"), self.ts)
+        return self._between(self._allocs_by_thread.get(thread), start, stop)
 
     def work_ops_between(self, thread: str, start: float, stop: float) -> np.ndarray:
         return self._between(self._work_ops_by_thread.get(thread), start, stop)

@@ -15,6 +15,7 @@ import msgspec
 from kernlint.rules.result import Finding, RuleOutcome
 from kernlint.trace.names import frame_parts
 from kernlint.trace.scopes import Scope, ScopeIndex
+from kernlint.trace.table import DEVICE_KINDS
 
 if TYPE_CHECKING:
     from kernlint.rules.schema import Rule
@@ -78,7 +79,26 @@ def make_finding(rule: "Rule", index: ScopeIndex, row: int, scope: Scope, messag
         top_op=str(index.name[top]) if top >= 0 else None,
         source=source if isinstance(source, str) else None, anchor=anchor, ts=float(index.launch_ts[row]),
         rank=index.table.meta.rank, function=function_of(index, int(index.user_frame[row])),
+        **finding_cost(index, row),
     )
+
+
+def finding_cost(index: ScopeIndex, row: int) -> dict:
+    """What the event at `row` costs: a device event its own duration; an op or range the device time of
+    everything launched on its thread while it ran, and the bytes allocated then; an allocation its bytes."""
+    frame = index.table.frame
+    kind = index.kind[row]
+    if kind in DEVICE_KINDS:
+        return {"device_us": float(frame["dur"].iat[row]), "bytes": None}
+    if kind in ("alloc", "free"):
+        return {"device_us": None, "bytes": abs(int(frame["bytes"].iat[row]))}
+    start, stop = float(index.ts[row]), float(index.end[row])
+    thread = index.thread[row]
+    launched = index.device_events_between(thread, start, stop)
+    device_us = float(frame["dur"].to_numpy()[launched].sum()) if index.table.has_device_events else None
+    allocs = index.allocs_between(thread, start, stop)
+    allocated = int(frame["bytes"].to_numpy()[allocs].clip(min=0).sum()) if len(allocs) else None
+    return {"device_us": device_us, "bytes": allocated}
 
 
 def function_of(index: ScopeIndex, frame_row: int) -> str | None:
