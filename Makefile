@@ -2,21 +2,28 @@
 # Both create .venv and install what they need. Where the system python already has torch (a GPU image),
 # the venv sees it (--system-site-packages) and keeps it; otherwise torch is pinned to the 2.13.0 CPU build
 # so that pip never pulls a multi-GB CUDA build.
+# The first install takes a minute or two: each stage says what it is doing and pip shows what it fetches.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 TORCH_PIN ?= torch==2.13.0
+PIP    := $(PY) -m pip --disable-pip-version-check
 
 .PHONY: audit test install install-dev lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	@if $(PYTHON) -c "import torch" >/dev/null 2>&1; then \
+	  echo "kernlint: creating $(VENV) (using the torch that $(PYTHON) already has)"; \
 	  $(PYTHON) -m venv --system-site-packages $(VENV); \
 	else \
-	  $(PYTHON) -m venv $(VENV) && $(PY) -m pip install -q "$(TORCH_PIN)"; \
+	  echo "kernlint: creating $(VENV)" && $(PYTHON) -m venv $(VENV) && \
+	  echo "kernlint: installing $(TORCH_PIN) (CPU build)" && \
+	  $(PIP) install "$(TORCH_PIN)"; \
 	fi
-	$(PY) -m pip install -q -e ".[dev]"
+	@echo "kernlint: installing kernlint and its dependencies (editable, with the dev extras)"
+	$(PIP) install -e ".[dev]"
 	@touch $@
+	@echo "kernlint: $(VENV) is ready"
 
 install: $(VENV)/.installed
 
@@ -25,6 +32,9 @@ audit: install
 
 test: install
 	$(PY) -m pytest -q
+
+lint: install
+	$(PY) -m ruff check kernlint tests bench scripts
 
 bench: install
 	$(PY) bench/bench_load.py

@@ -4,6 +4,7 @@ Returns data; the CLI renders it. Sits above capture, trace and rules, below rep
 """
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -13,9 +14,13 @@ from typing import Callable, Iterable
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.capture.distributed import launch
 from kernlint.capture.runner import capture
-from kernlint.rules.engine import TraceReport, check_trace, check_traces, merge_reports
+from kernlint.baseline import Baseline, ProgramProfile, Thresholds, compare_with_baseline, profile_program
+from kernlint.baseline.environment import environment_of
+from kernlint.rules.engine import TraceReport, check_against_baseline, check_trace, check_traces, merge_reports
+from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import load_trace
+from kernlint.trace.table import EventTable
 from kernlint.workloads import BUILTIN_WORKLOADS, Workload, regressed_workloads
 
 
@@ -41,10 +46,17 @@ class AuditRun:
     verdicts: list[WorkloadVerdict]
     out_dir: Path | None
     seconds: float = 0.0
+    baseline_report: TraceReport | None = None   # the workloads against --baseline
+
+    @property
+    def baseline_failed(self) -> bool:
+        """A baseline rule failed, or could not be fully checked."""
+        report = self.baseline_report
+        return report is not None and any(o.status in (STATUS_FAILED, STATUS_INCOMPLETE) for o in report.outcomes)
 
     @property
     def all_as_expected(self) -> bool:
-        return bool(self.verdicts) and all(v.ok for v in self.verdicts)
+        return bool(self.verdicts) and all(v.ok for v in self.verdicts) and not self.baseline_failed
 
 
 def audit_workloads(device: str, *, include_regressed: bool = False, fixtures: Path | None = None
@@ -87,40 +99,92 @@ def compare_with_expectation(workload: Workload, report: TraceReport, ranks: int
     return problems
 
 
-def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out_dir: Path | None = None,
-              on_step: Callable[[str, Workload], None] | None = None) -> AuditRun:
-    """Capture each workload (warm-up, then one profiled step), check it, compare. Traces go to out_dir,
-    or to a temporary folder that is removed afterwards."""
-    start = time.perf_counter()
-    tmp = None if out_dir else tempfile.TemporaryDirectory(prefix="kernlint-audit-")
-    folder = Path(out_dir) if out_dir else Path(tmp.name)
-    verdicts = []
+def capture_workload(workload: Workload, device: str, folder: Path, *, steps: int = 1) -> tuple[list[Path], int]:
+    """Profile one workload (`steps` profiled runs after a warm-up); its traces, one a rank, and its ranks."""
+    if workload.distributed:
+        nproc = audit_ranks(device)
+        return launch(workload.name, nproc, device, folder, workload.name, steps=steps), nproc
+    step = workload.build(device)
     try:
+        trace = capture(step, folder, workload.name, device=device, steps=steps,
+                        extra={"workload": workload.name, "regressed": workload.regressed}).trace
+    finally:
+        del step
+    return [trace], 1
+
+
+def workload_programs(workload: Workload, tables: list[EventTable]) -> dict[str, ProgramProfile]:
+    """A workload's programs for a baseline: the workload's name, and its rank for distributed ones."""
+    if len(tables) == 1:
+        return {workload.name: profile_program(tables)}
+    return {f"{workload.name}/rank {t.meta.rank}": profile_program([t]) for t in tables}
+
+
+def record_workloads(workloads: Iterable[Workload], device: str, *, steps: int, out_dir: Path | None = None,
+                     on_step: Callable[[str, Workload], None] | None = None
+                     ) -> tuple[dict[str, ProgramProfile], list[Path]]:
+    """Profile each workload `steps` times for a baseline; its programs, and the traces (kept in out_dir)."""
+    programs: dict[str, ProgramProfile] = {}
+    kept: list[Path] = []
+    with _folder(out_dir) as folder:
+        for workload in workloads:
+            if on_step:
+                on_step("capture", workload)
+            traces, _ = capture_workload(workload, device, folder, steps=steps)
+            programs.update(workload_programs(workload, [load_trace(t) for t in traces]))
+            kept += traces if out_dir else []
+    return programs, kept
+
+
+@contextlib.contextmanager
+def _folder(out_dir: Path | None):
+    """out_dir, or a temporary folder removed afterwards."""
+    if out_dir:
+        yield Path(out_dir)
+        return
+    with tempfile.TemporaryDirectory(prefix="kernlint-audit-") as tmp:
+        yield Path(tmp)
+
+
+def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out_dir: Path | None = None,
+              on_step: Callable[[str, Workload], None] | None = None, *, steps: int = 1,
+              baseline: Baseline | None = None, baseline_path: str = "", limits: Thresholds | None = None,
+              strict_env: bool = False) -> AuditRun:
+    """Capture each workload (warm-up, then `steps` profiled runs), check it, compare with what it must get;
+    with a baseline, compare every workload's programs with it too. Traces go to out_dir, or to a temporary
+    folder that is removed afterwards."""
+    start = time.perf_counter()
+    verdicts = []
+    programs: dict[str, ProgramProfile] = {}
+    all_tables: list[EventTable] = []
+    with _folder(out_dir) as folder:
         for workload in workloads:
             t0 = time.perf_counter()
             verdict = WorkloadVerdict(workload, device)
             if on_step:
                 on_step("capture", workload)
+            verdict.traces, verdict.ranks = capture_workload(workload, device, folder, steps=steps)
+            if on_step:
+                on_step("check", workload)
+            tables = [load_trace(t) for t in verdict.traces]
             if workload.distributed:
-                nproc = audit_ranks(device)
-                verdict.ranks = nproc
-                verdict.traces = launch(workload.name, nproc, device, folder, workload.name)
-                if on_step:
-                    on_step("check", workload)
-                verdict.report = merge_reports(check_traces([load_trace(t) for t in verdict.traces], rules))
+                verdict.report = merge_reports(check_traces(tables, rules))
             else:
-                step = workload.build(device)
-                verdict.traces = [capture(step, folder, workload.name, device=device,
-                                          extra={"workload": workload.name, "regressed": workload.regressed}).trace]
-                del step
-                if on_step:
-                    on_step("check", workload)
-                verdict.report = check_trace(load_trace(verdict.traces[0]), rules)
+                verdict.report = check_trace(tables[0], rules)
             verdict.problems = compare_with_expectation(workload, verdict.report, verdict.ranks)
+            if baseline is not None:
+                programs.update(workload_programs(workload, tables))
+                all_tables += tables
             verdict.seconds = time.perf_counter() - t0
             verdicts.append(verdict)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
-    return AuditRun(device=device, metadata=collect_run_metadata(device), verdicts=verdicts,
-                    out_dir=Path(out_dir) if out_dir else None, seconds=time.perf_counter() - start)
+    metadata = collect_run_metadata(device)
+    baseline_report = None
+    baseline_rules = [r for r in rules if r.needs_baseline]
+    if baseline is not None and baseline_rules:
+        comparison = compare_with_baseline(baseline, all_tables, baseline_path=baseline_path, limits=limits,
+                                           strict_env=strict_env, programs=programs,
+                                           environments=[environment_of(metadata)])
+        baseline_report = check_against_baseline(all_tables, baseline_rules, comparison)
+    return AuditRun(device=device, metadata=metadata, verdicts=verdicts,
+                    out_dir=Path(out_dir) if out_dir else None, seconds=time.perf_counter() - start,
+                    baseline_report=baseline_report)

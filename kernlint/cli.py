@@ -10,31 +10,40 @@ Exit codes:
      permission, dangling link, FIFO, bad gzip); the report says what. --allow-incomplete makes it 0.
 
 Every error a user can cause, click's usage errors included, is exactly one line on stderr:
-`kernlint: error: <what is wrong>`.
+`kernlint: error: <what is wrong>`. Warnings (an unknown key in a config file) are `kernlint: warning: ...`
+lines on stderr, so they never mix with a report on stdout.
+
+Option defaults come from the config file (kernlint.toml or pyproject.toml's [tool.kernlint], found from the
+working directory upward; --config FILE, --isolated): see `_ConfiguredCommand` and docs/configuration.md.
+The options of the check commands are shared decorators (`_check_options` and its parts), and reach the
+command body as one `CheckOptions`, so that an option added to them reaches every check command.
 """
 from __future__ import annotations
 
+import dataclasses
 import io
-import re
+import json
+import shlex
 import sys
 import warnings
-from fractions import Fraction
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 import click
 from rich.console import Console
 
 from kernlint import __version__
-from kernlint.errors import KernlintError
+from kernlint.config import SELECTION_KEYS, Config, described, param_name, parse_size, resolve_config
+from kernlint.errors import ConfigError, KernlintError
 from kernlint.fileio import write_text_atomically
 from kernlint.report.safe import printable
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERNAL, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 
 _err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False, markup=False)
-
-# Used when kernlint.trace.load has no DEFAULT_MAX_TRACE_BYTES of its own.
+# How much the text report says (kernlint.report.text_format's levels): -q, the default, -v.
+QUIET, NORMAL, VERBOSE = -1, 0, 1
 
 
 def _error_line(message: str, prefix: str = "kernlint: error: ", *, join_lines: bool = False) -> None:
@@ -49,16 +58,24 @@ def _split(values: tuple[str, ...]) -> list[str]:
     return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
 
+def _warning_line(message: str) -> None:
+    _error_line(message, prefix="kernlint: warning: ")
+
+
 def _write_atomically(path: Path, text: str) -> None:
     """Write the whole output or nothing: a temp file beside the target, then rename."""
-    from kernlint.errors import ConfigError
-
     try:
         write_text_atomically(path, text)
     except OSError as exc:
         raise ConfigError(path, f"cannot write output: {exc.strerror or exc}") from None
     except UnicodeEncodeError as exc:
         raise ConfigError(path, f"cannot write output: {exc.reason}") from None
+
+
+def _full_width(renderable: object) -> int:
+    """The width at which `renderable` shows every cell whole: its widest line (80 at least)."""
+    probe = Console(file=io.StringIO(), width=1 << 20, color_system=None, emoji=False, highlight=False)
+    return max(80, probe.measure(renderable).maximum)
 
 
 def _emit(rendered: object, output: Path | None) -> None:
@@ -68,14 +85,19 @@ def _emit(rendered: object, output: Path | None) -> None:
         else:
             click.echo(rendered, nl=False)
         return
+    if not output and sys.stdout.isatty():
+        Console(highlight=False, soft_wrap=True, emoji=False).print(rendered)
+        return
+    # A pipe, a file or a CI log gets the width the report needs, so no name in a table is cut or folded
+    # (`kernlint rules | cat`); without the padding that a table's last column gets at that width.
+    buffer = io.StringIO()
+    Console(file=buffer, width=_full_width(rendered), color_system=None, highlight=False, soft_wrap=True,
+            emoji=False).print(rendered)
+    text = "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))
     if output:
-        buffer = io.StringIO()
-        Console(file=buffer, width=160, color_system=None, soft_wrap=True, emoji=False).print(rendered)
-        _write_atomically(output, buffer.getvalue())
+        _write_atomically(output, text)
     else:
-        # A pipe or a CI log gets a wide console, so tables are not cut at 80 columns.
-        width = None if sys.stdout.isatty() else 160
-        Console(highlight=False, soft_wrap=True, width=width, emoji=False).print(rendered)
+        click.echo(text, nl=False)
 
 
 def _guarded(fn: Callable[..., int], debug: bool, *args, **kwargs) -> None:
@@ -118,6 +140,9 @@ class _KernlintGroup(click.Group):
             warnings.simplefilter("ignore", RuntimeWarning)
             try:
                 rv = super().main(args, prog_name or "kernlint", complete_var, standalone_mode=False, **extra)
+            except KernlintError as exc:   # a bad config file, read before the command's options
+                _error_line(exc.one_line())
+                sys.exit(exc.exit_code)
             except _NO_ARGS_IS_HELP:
                 _error_line(f"missing command (one of {', '.join(sorted(self.commands))}); see kernlint --help")
                 sys.exit(EXIT_ERROR)
@@ -141,21 +166,12 @@ class ByteSize(click.ParamType):
     trailing B or iB; 512M, 4G, 1.5GiB)."""
 
     name = "size"
-    _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-    _FORM = re.compile(r"\s*(\d+(?:\.\d*)?)\s*(?:([kmgt])(?:i?b)?|b)?\s*", re.IGNORECASE)
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int) and not isinstance(value, bool):
-            number = value
-        else:
-            m = self._FORM.fullmatch(str(value))
-            if not m:
-                self.fail(f"{value!r} is not a size: give bytes, or a number with K, M, G or T (512M, 4G)",
-                          param, ctx)
-            number = int(Fraction(m.group(1)) * self._UNITS[(m.group(2) or "").lower()])
-        if number <= 0:
-            self.fail(f"{value!r}: the size must be above zero", param, ctx)
-        return number
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 def _max_trace_bytes_default() -> int:
@@ -170,6 +186,82 @@ def _load(path: Path, max_bytes: int):
     return load_trace(path, max_bytes=max_bytes)
 
 
+# -- configuration ---------------------------------------------------------------------------------------
+
+_CONFIG_META = "kernlint.config"
+
+
+def _resolve_config(explicit: str | None, isolated: bool) -> Config:
+    from kernlint.report import format_names
+
+    config = resolve_config(explicit, isolated=isolated, formats=format_names())
+    for warning in config.warnings:
+        _warning_line(warning.one_line())
+    return config
+
+
+class _ConfiguredCommand(click.Command):
+    """A command whose option defaults come from the config file: command-line flag > config > default.
+
+    The config (--config FILE, none with --isolated, else the one found from the working directory upward)
+    is read before click processes the options, and becomes the command's `default_map`: every option whose
+    parameter is named after a config key (`fail-on` -> fail_on; `rules` -> rule_paths, `format` -> fmt)
+    takes the key's value as its default, options added later included. The rule selection keys are not
+    defaults but a layer of their own (kernlint.rules.loader.RuleSelection). `config_keys` limits the keys
+    that apply to this command (None: all)."""
+
+    def __init__(self, *args, config_keys: frozenset[str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.config_keys = config_keys
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:
+            opts, _, _ = self.make_parser(ctx).parse_args(args=list(args))  # a look ahead: --config, --isolated
+            help_option = self.get_help_option(ctx)
+            if not (help_option is not None and opts.get(help_option.name)):   # --help reads no config
+                config = _resolve_config(opts.get("config_file"), bool(opts.get("isolated")))
+                ctx.meta[_CONFIG_META] = config
+                names = {p.name for p in self.get_params(ctx)}
+                defaults = {param_name(k): v for k, v in config.values.items()
+                            if k not in SELECTION_KEYS and (self.config_keys is None or k in self.config_keys)
+                            and param_name(k) in names}
+                ctx.default_map = {**defaults, **(ctx.default_map or {})}
+        return super().parse_args(ctx, args)
+
+
+def _current_config() -> Config:
+    """The config of the running command (an empty one outside a configured command)."""
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None:
+        if _CONFIG_META in ctx.meta:
+            return ctx.meta[_CONFIG_META]
+        ctx = ctx.parent
+    return Config()
+
+
+def _rules_of(config: Config, rule_paths, no_builtin: bool) -> list:
+    """The loaded rules, with the config's [severity] applied."""
+    from kernlint.rules.loader import load_rules, override_severity
+
+    rules = load_rules(rule_paths, builtin=not no_builtin)
+    if config.severity:
+        rules = override_severity(rules, config.severity, source=config.display,
+                                  lines={k: config.line_of(f"severity.{k}") for k in config.severity})
+    return rules
+
+
+# -- the options of the check commands, as shared decorators -------------------------------------------------
+
+
+def _options(*decorators: Callable) -> Callable:
+    """Several option decorators as one, listed in --help in the order given."""
+    def apply(f):
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+    return apply
+
+
 def _format_option(f):
     from kernlint.report import format_names
 
@@ -178,117 +270,268 @@ def _format_option(f):
                              "github (workflow annotations), markdown (job summary).")(f)
 
 
-def _common_check_options(f):
-    f = click.option("--debug", is_flag=True, help="Show tracebacks for errors.")(f)
-    f = click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), default="warning",
-                     show_default=True, help="Lowest severity that makes the exit code 1.")(f)
-    f = click.option("--max-trace-bytes", type=ByteSize(), default=None, metavar="SIZE",
-                     help="Refuse a trace larger than this (bytes, or with a suffix: 512M, 4G). "
-                          "Default: kernlint's built-in limit.")(f)
-    f = click.option("--allow-incomplete", is_flag=True,
-                     help="Exit 0 instead of 4 when some input could not be fully checked (damaged events, "
-                          "unreadable entries); the report still says what.")(f)
-    f = click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")(f)
-    f = click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
-                     help="Write the report to this file (atomically) instead of stdout.")(f)
-    f = _format_option(f)
-    f = click.option("--ignore", multiple=True, help="Rule ids, prefixes or names to skip (comma-separated).")(f)
-    f = click.option("--select", multiple=True, help="Rule ids, prefixes, names or ALL (comma-separated).")(f)
-    f = click.option("--no-builtin", is_flag=True, help="Do not load the shipped rules.")(f)
-    f = click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path),
-                     help="Extra rule file or folder (repeatable).")(f)
-    return f
+_debug_option = click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+_rules_option = click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path),
+                             help="Extra rule file or folder (repeatable).")
+_no_builtin_option = click.option("--no-builtin/--builtin", "no_builtin", default=False,
+                                  help="Do not load the shipped rules (--builtin: do, whatever the config says).")
+_config_options = _options(
+    click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+                 help="Read this config file (kernlint.toml, or a pyproject.toml's [tool.kernlint]) instead of "
+                      "the one found from the working directory upward."),
+    click.option("--isolated", is_flag=True, help="Ignore every config file: built-in defaults and flags only."),
+)
+_selection_options = _options(
+    _rules_option,
+    _no_builtin_option,
+    click.option("--select", multiple=True,
+                 help="Rule ids, prefixes, names or ALL (comma-separated, any case); replaces the config's "
+                      "selection."),
+    click.option("--extend-select", multiple=True,
+                 help="Like --select, but added to the selection (the config's included)."),
+    click.option("--ignore", multiple=True, help="Rule ids, prefixes or names to skip (comma-separated)."),
+)
+_report_options = _options(
+    _format_option,
+    click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+                 help="Write the report to this file (atomically) instead of stdout."),
+    click.option("--statistics", is_flag=True,
+                 help="Instead of the findings, a line per rule: how many findings, their summed device time "
+                      "and bytes (text or json)."),
+    click.option("--quiet", "-q", is_flag=True,
+                 help="Text: print only findings and what could not be checked; nothing for a clean check."),
+    click.option("--verbose", "-v", is_flag=True,
+                 help="Text: add every trace's per-rule verdicts, reasons and notes; say on stderr which "
+                      "config file applies."),
+)
+_verdict_options = _options(
+    click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), default="warning",
+                 show_default=True, help="Lowest severity that makes the exit code 1."),
+    click.option("--exit-zero/--no-exit-zero", default=False, help="Exit 0 even when there are findings."),
+    click.option("--allow-incomplete/--no-allow-incomplete", default=False,
+                 help="Exit 0 instead of 4 when some input could not be fully checked (damaged events, "
+                      "unreadable entries); the report still says what."),
+    click.option("--max-trace-bytes", type=ByteSize(), default=None, metavar="SIZE",
+                 help="Refuse a trace larger than this (bytes, or with a suffix: 512M, 4G). "
+                      "Default: kernlint's built-in limit."),
+)
+_baseline_options = _options(
+    click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+                 help="Also compare with this baseline (kernlint baseline record): added or removed launches, new "
+                      "syncs, scratch growth, slower or faster kernels (rules KL801-KL807)."),
+    click.option("--strict-env/--no-strict-env", default=False,
+                 help="With --baseline: when the GPU, driver or versions differ from the baseline's, or the GPU "
+                      "was throttled or shared, make the timing verdict incomplete (exit 4) instead of warning."),
+)
+# Every option of `check` and `run` (and of what checks traces next).
+_check_options = _options(_selection_options, _baseline_options, _report_options, _verdict_options,
+                          _config_options, _debug_option)
+_repeat_option = click.option(
+    "--repeat", type=click.IntRange(1, 10_000), default=1, show_default=True,
+    help="Profiled runs of the workload, each a ProfilerStep of the trace. Timing against a baseline needs "
+         "5 or more ([thresholds] min-runs).")
 
 
-def _run_check(traces, rule_paths, no_builtin, select, ignore, fmt, output, exit_zero, fail_on,
-               allow_incomplete=False, max_trace_bytes=None, notes=()) -> int:
-    from kernlint.report import renderer
+@dataclasses.dataclass
+class CheckOptions:
+    """The values of `_check_options`, by parameter name. Options added to the commands that this class does
+    not name yet land in `extra`."""
+
+    rule_paths: tuple[Path, ...] = ()
+    no_builtin: bool = False
+    select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fmt: str = "text"
+    output: Path | None = None
+    statistics: bool = False
+    quiet: bool = False
+    verbose: bool = False
+    fail_on: str = "warning"
+    exit_zero: bool = False
+    allow_incomplete: bool = False
+    max_trace_bytes: int | None = None
+    config_file: Path | None = None
+    isolated: bool = False
+    debug: bool = False
+    baseline: Path | None = None
+    strict_env: bool = False
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> CheckOptions:
+        names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        options = cls(**{k: v for k, v in params.items() if k in names},
+                      extra={k: v for k, v in params.items() if k not in names})
+        if options.quiet and options.verbose:
+            raise click.UsageError("-q/--quiet and -v/--verbose cannot be combined")
+        return options
+
+    @property
+    def verbosity(self) -> int:
+        return QUIET if self.quiet else VERBOSE if self.verbose else NORMAL
+
+
+def _selected_rules(options: CheckOptions, config: Config) -> list:
+    """The rules of this check: loaded, [severity] applied, then selected by the config's selection and the
+    command line's, in that order (ruff's layers)."""
+    from kernlint.rules.loader import RuleSelection, resolve_selection
+
+    rules = _rules_of(config, options.rule_paths, options.no_builtin)
+    layers = []
+    if any(k in config.values for k in SELECTION_KEYS):
+        layers.append(RuleSelection(select=config.values.get("select"),
+                                    extend_select=config.values.get("extend-select", ()),
+                                    ignore=config.values.get("ignore", ()), source=config.display,
+                                    lines={k: config.line_of(k) for k in SELECTION_KEYS}))
+    layers.append(RuleSelection(select=tuple(_split(options.select)) or None,
+                                extend_select=tuple(_split(options.extend_select)),
+                                ignore=tuple(_split(options.ignore))))
+    return resolve_selection(rules, layers)
+
+
+def _without_baseline_rules(rules: list, baseline: Path | None) -> list:
+    """Without a baseline the rules that compare with one (KL801-KL807) have nothing to run on: left out of
+    the check, so that they are not listed as not applicable. Selecting only them is an error."""
+    if baseline is not None:
+        return rules
+    kept = [r for r in rules if not r.needs_baseline]
+    if not kept:
+        raise ConfigError(None, "the selected rules (" + ", ".join(r.id for r in rules) + ") compare with a "
+                                "baseline: add --baseline FILE (record one with `kernlint baseline record`)")
+    return kept
+
+
+def _read_baseline(path: Path):
+    from kernlint.baseline import read_baseline
+
+    return read_baseline(path)
+
+
+def _statistics_json(result) -> str:
+    from kernlint.report.safe import json_safe
+    from kernlint.report.text_format import rule_statistics
+
+    data = {"schema_version": 1, "exit_code": result.exit_code,
+            "statistics": [dataclasses.asdict(s) for s in rule_statistics(result)],
+            "findings": len(result.findings),
+            "rules_incomplete": sorted({o.rule for _, o in result.incomplete}),
+            "unreadable": len(result.unreadable)}
+    return json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"
+
+
+def _rendered(result, options: CheckOptions) -> object:
+    from kernlint.report import renderer, text_format
+
+    if options.statistics:
+        if options.fmt == "text":
+            return text_format.render_statistics(result, options.verbosity)
+        if options.fmt == "json":
+            return _statistics_json(result)
+        raise ConfigError(None, f"--statistics prints text or json, not --format {options.fmt}")
+    if options.fmt == "text":
+        return text_format.render(result, options.verbosity)
+    return renderer(options.fmt)(result)
+
+
+def _run_check(traces, options: CheckOptions, notes=()) -> int:
     from kernlint.report.model import CheckResult
     from kernlint.rules.engine import check_traces, exit_status
-    from kernlint.rules.loader import load_rules, select_rules
     from kernlint.trace.load import discover_traces
 
-    rules = select_rules(load_rules(rule_paths, builtin=not no_builtin), _split(select), _split(ignore))
+    config = _current_config()
+    if options.verbosity >= VERBOSE:
+        _error_line(described(config), prefix="kernlint: ")
+    if options.statistics and options.fmt not in ("text", "json"):   # before the work, not after it
+        raise ConfigError(None, f"--statistics prints text or json, not --format {options.fmt}")
+    rules = _without_baseline_rules(_selected_rules(options, config), options.baseline)
+    baseline = _read_baseline(options.baseline) if options.baseline else None
     found = discover_traces(traces)
-    limit = max_trace_bytes or _max_trace_bytes_default()
-    reports = check_traces([_load(path, limit) for path in found.files], rules)
+    limit = options.max_trace_bytes or _max_trace_bytes_default()
+    tables = [_load(path, limit) for path in found.files]
+    comparison = None
+    if baseline is not None:
+        from kernlint.baseline import compare_with_baseline
+
+        comparison = compare_with_baseline(baseline, tables, baseline_path=str(options.baseline),
+                                           limits=config.thresholds, strict_env=options.strict_env)
+    reports = check_traces(tables, rules, baseline=comparison)
     # Entries that could not be read (not files that were read and are not traces): not checked.
     unreadable = [(str(e.path), e.reason) for e in found.skipped if e.unreadable]
-    code = EXIT_CLEAN if exit_zero else exit_status(reports, fail_on, allow_incomplete=allow_incomplete,
-                                                    incomplete_input=bool(unreadable))
+    code = EXIT_CLEAN if options.exit_zero else exit_status(reports, options.fail_on,
+                                                            allow_incomplete=options.allow_incomplete,
+                                                            incomplete_input=bool(unreadable))
     result = CheckResult(reports=reports, rules=rules, exit_code=code, notes=list(notes),
                          skipped=[(str(e.path), e.reason) for e in found.skipped],
                          ignored_files=found.ignored_count, unreadable=unreadable)
-    _emit(renderer(fmt)(result), output)
+    _emit(_rendered(result, options), options.output)
     return code
 
 
-@main.command()
+@main.command(cls=_ConfiguredCommand)
 @click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
-@_common_check_options
-def check(traces, rule_paths, no_builtin, select, ignore, fmt, output, exit_zero, allow_incomplete, max_trace_bytes,
-          fail_on, debug):
+@_check_options
+def check(traces, **params):
     """Check torch.profiler traces (files, .json.gz, or TensorBoard log folders) against the rules."""
-    _guarded(_run_check, debug, traces, rule_paths, no_builtin, select, ignore, fmt, output, exit_zero, fail_on,
-             allow_incomplete, max_trace_bytes)
+    options = CheckOptions.from_params(params)
+    _guarded(_run_check, options.debug, traces, options)
 
 
-@main.command("rules")
-@click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path),
-              help="Extra rule file or folder (repeatable).")
-@click.option("--no-builtin", is_flag=True, help="Do not load the shipped rules.")
+# The config keys that the commands which list or explain rules take (not the check's format or output).
+_RULE_SOURCE_KEYS = frozenset({"rules", "no-builtin"})
+
+
+@main.command("rules", cls=_ConfiguredCommand, config_keys=_RULE_SOURCE_KEYS)
+@_rules_option
+@_no_builtin_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Output format.")
-@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
-def list_rules(rule_paths, no_builtin, fmt, debug):
-    """List the rules."""
+              help="Output format: a table (text) or a JSON array.")
+@_config_options
+@_debug_option
+def list_rules(rule_paths, no_builtin, fmt, config_file, isolated, debug):
+    """List the rules (with the config's [severity] applied)."""
     def body() -> int:
-        import json
-
         from rich.table import Table
+        from rich.text import Text
 
-        from kernlint.rules.loader import load_rules
-
-        rules = load_rules(rule_paths, builtin=not no_builtin)
+        rules = _rules_of(_current_config(), rule_paths, no_builtin)
         if fmt == "json":
             click.echo(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity, "summary": r.spec.summary,
                                     "check": r.spec.check.type, "path": r.path} for r in rules], indent=2,
                                    allow_nan=False))
             return EXIT_CLEAN
-        from rich.text import Text
-
         table = Table("id", "name", "severity", "check", "summary", box=None)
         for r in rules:
             table.add_row(*(Text(printable(v)) for v in (r.id, r.name, r.severity, r.spec.check.type,
                                                         r.spec.summary)))
-        Console(highlight=False, emoji=False).print(table)
+        _emit(table, None)
         return EXIT_CLEAN
 
     _guarded(body, debug)
 
 
-@main.command()
+@main.command(cls=_ConfiguredCommand, config_keys=_RULE_SOURCE_KEYS)
 @click.argument("rule_id", required=False)
 @click.option("--schema", is_flag=True, help="Print the rule-language reference (scopes, kinds, categories, "
                                              "check types and how they combine).")
-@click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path),
-              help="Extra rule file or folder (repeatable).")
-@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
-def explain(rule_id, schema, rule_paths, debug):
+@_rules_option
+@_no_builtin_option
+@_config_options
+@_debug_option
+def explain(rule_id, schema, rule_paths, no_builtin, config_file, isolated, debug):
     """Print a rule's documentation (What it does / Why is this bad? / Example / Use instead / References),
-    or with --schema the rule-language reference."""
+    or with --schema the rule-language reference. RULE_ID is an id or a name, in any case."""
     def body() -> int:
-        from kernlint.errors import ConfigError
-        from kernlint.rules.loader import load_rules, rule_language_reference
+        from kernlint.rules.loader import rule_language_reference
 
         if schema:
             click.echo(rule_language_reference(), nl=False)
             return EXIT_CLEAN
         if not rule_id:
             raise ConfigError(None, "explain needs a rule id or name, or --schema")
-        rules = {r.id: r for r in load_rules(rule_paths)}
+        rules = {r.id: r for r in _rules_of(_current_config(), rule_paths, no_builtin)}
         by_name = {r.name: r for r in rules.values()}
-        rule = rules.get(rule_id.upper()) or by_name.get(rule_id)
+        rule = rules.get(rule_id.upper()) or by_name.get(rule_id.lower())
         if rule is None:
             raise ConfigError(None, f"no rule {rule_id!r} (known: {', '.join(sorted(rules))})")
         d = rule.spec.docs
@@ -317,23 +560,27 @@ _device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cp
                               show_default=True, help="Where to run: auto takes the GPU when torch sees one.")
 
 
-@main.command()
+@main.command(cls=_ConfiguredCommand)
 @click.argument("target")
 @_device_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("kernlint-runs"),
-              show_default=True, help="Log folder: each invocation writes OUT/<run>/<UTC time>-<id>/<worker>.<ms>.pt.trace.json.gz "
-                   "plus .run.json.")
-@click.option("--warmup", type=click.IntRange(0, 100), default=1, show_default=True)
+              show_default=True, help="Log folder: each invocation writes "
+                                      "OUT/<run>/<UTC time>-<id>/<worker>.<ms>.pt.trace.json.gz plus .run.json.")
+@click.option("--warmup", type=click.IntRange(0, 100), default=1, show_default=True,
+              help="Steps run before the profiled one (compilation and caches warm up there).")
 @click.option("--nproc", type=click.IntRange(1, 64), default=None,
               help="Run on N ranks under torchrun (NCCL on GPUs, gloo on the CPU); one trace a rank.")
-@_common_check_options
-def run(target, device, out_dir, warmup, nproc, rule_paths, no_builtin, select, ignore, fmt, output, exit_zero,
-        allow_incomplete, max_trace_bytes, fail_on, debug):
+@_repeat_option
+@_check_options
+def run(target, device, out_dir, warmup, nproc, repeat, **params):
     """Profile a workload (a built-in name, module:callable or file.py:callable), then check its trace.
 
     The callable takes the device ("cpu"/"cuda") and returns the step to profile, or is the step itself.
     Built-in names include the regressed variants where the source checkout has them.
     """
+    options = CheckOptions.from_params(params)
+    debug = options.debug
+
     def body() -> int:
         from kernlint.capture.runner import capture
         from kernlint.workloads import known_workloads, resolve_device, resolve_target
@@ -345,42 +592,42 @@ def run(target, device, out_dir, warmup, nproc, rule_paths, no_builtin, select, 
 
             with _progress() as progress:
                 progress.add_task(f"profiling {workload.name} on {nproc} {dev} rank(s) under torchrun", total=None)
-                traces = launch(target, nproc, dev, out_dir, workload.name, warmup=warmup)
-            return _run_check(traces, rule_paths, no_builtin, select, ignore, fmt, output, exit_zero, fail_on,
-                              allow_incomplete, max_trace_bytes, notes=[f"Traces: {traces[0].parent} ({nproc} ranks)"])
+                traces = launch(target, nproc, dev, out_dir, workload.name, warmup=warmup, steps=repeat)
+            return _run_check(traces, options, notes=[f"Traces: {traces[0].parent} ({nproc} ranks)"])
         if workload.distributed:
-            from kernlint.errors import ConfigError
             raise ConfigError(None, f"{workload.name} is a distributed workload: add --nproc N")
         with _progress() as progress:
             progress.add_task(f"profiling {workload.name} on {dev}", total=None)
             try:
                 step = workload.build(dev)
-                result = capture(step, out_dir, workload.name, device=dev, warmup=warmup,
+                result = capture(step, out_dir, workload.name, device=dev, warmup=warmup, steps=repeat,
                                  extra={"workload": workload.name, "target": target})
             except KernlintError:
                 raise
             except SystemExit as exc:  # sys.exit() in the workload: no trace, so never a verdict
-                from kernlint.errors import ConfigError
                 raise ConfigError(None, f"{target}: the workload called sys.exit({exc.code!r}) before its "
                                         "trace was written; nothing was checked") from None
             except KeyboardInterrupt:
-                from kernlint.errors import ConfigError
                 raise ConfigError(None, f"{target}: interrupted (KeyboardInterrupt) while the workload ran; "
                                         "nothing was checked") from None
             except Exception as exc:  # the user's code failed: name it in one line, not a traceback
                 if debug:
                     raise
-                from kernlint.errors import ConfigError
                 raise ConfigError(None, f"{target}: the workload raised {type(exc).__name__}: {exc}") from None
         note = f"Trace: {result.trace} (captured in {result.wall_seconds:.1f} s); run metadata: {result.metadata}"
-        notes = [note] + [f"profiler: {line}" for line in result.profiler_log]
-        return _run_check([result.trace], rule_paths, no_builtin, select, ignore, fmt, output, exit_zero, fail_on,
-                          allow_incomplete, max_trace_bytes, notes=notes)
+        # Where the trace went is what `run` made: said unless -q; the profiler's own log only with -v.
+        notes = [note] + ([f"profiler: {line}" for line in result.profiler_log]
+                          if options.verbosity >= VERBOSE else [])
+        return _run_check([result.trace], options, notes=notes)
 
     _guarded(body, debug)
 
 
-@main.command()
+# The config keys `audit` takes: the baseline (and the [thresholds] it is compared with).
+_AUDIT_KEYS = frozenset({"baseline"})
+
+
+@main.command(cls=_ConfiguredCommand, config_keys=_AUDIT_KEYS)
 @_device_option
 @click.option("--include-regressed", is_flag=True,
               help="Also run the regressed variants (fixtures/regressed) and show them caught.")
@@ -390,14 +637,19 @@ def run(target, device, out_dir, warmup, nproc, rule_paths, no_builtin, select, 
               help="Instead of running workloads, check the recorded fixture traces (H200 ones included).")
 @click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Fixture folder (default: the source checkout's fixtures/).")
+@_repeat_option
+@_baseline_options
 @_format_option
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--debug", is_flag=True)
-def audit(device, include_regressed, out_dir, replay, fixtures, fmt, output, debug):
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the report to this file (atomically) instead of stdout.")
+@_config_options
+@_debug_option
+def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline, strict_env, fmt, output,
+          config_file, isolated, debug):
     """Run the built-in workloads under the profiler and check every shipped rule.
 
     Exit 0 when every workload gets the verdict it must get (fixed ones pass; with --include-regressed the
-    regressed ones are caught), 1 otherwise.
+    regressed ones are caught) and, with --baseline, no baseline rule fails; 1 otherwise.
     """
     def body() -> int:
         from kernlint.audit import audit_workloads, run_audit
@@ -406,9 +658,7 @@ def audit(device, include_regressed, out_dir, replay, fixtures, fmt, output, deb
 
         rules = load_rules()
         if replay:
-            from kernlint.errors import ConfigError
             from kernlint.rules.cases import audit_recorded_cases
-
             from kernlint.workloads import CHECKOUT_FIXTURES
 
             folder = fixtures or CHECKOUT_FIXTURES
@@ -430,9 +680,94 @@ def audit(device, include_regressed, out_dir, replay, fixtures, fmt, output, deb
             def on_step(stage: str, workload) -> None:
                 progress.update(task, description=f"{stage} {workload.name} on {dev}")
 
-            result = run_audit(workloads, rules, dev, out_dir, on_step=on_step)
+            result = run_audit(workloads, rules, dev, out_dir, on_step=on_step, steps=repeat,
+                               baseline=_read_baseline(baseline) if baseline else None,
+                               baseline_path=str(baseline or ""), limits=_current_config().thresholds,
+                               strict_env=strict_env)
         _emit(audit_renderer(fmt)(result), output)
         return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
+
+    _guarded(body, debug)
+
+
+@main.group()
+def baseline() -> None:
+    """Record what a workload or traces launched, allocated, synced and how long each kernel took, to compare
+    later runs with (check/run/audit --baseline FILE). See docs/baselines.md."""
+
+
+@baseline.command("record", cls=_ConfiguredCommand, config_keys=frozenset())
+@click.argument("traces", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--workload", "workload_names", multiple=True, metavar="NAME",
+              help="Profile this built-in workload (a name from `kernlint audit`, or all) instead of reading "
+                   "traces (repeatable).")
+@_repeat_option
+@_device_option
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="With --workload: keep the traces here (default: a temporary folder, removed).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The baseline file to write (JSON; written atomically).")
+@click.option("--max-trace-bytes", type=ByteSize(), default=None, metavar="SIZE",
+              help="Refuse a trace larger than this (bytes, or with a suffix: 512M, 4G).")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing when the baseline was written.")
+@_config_options
+@_debug_option
+def baseline_record(traces, workload_names, repeat, device, out_dir, output, max_trace_bytes, quiet, config_file,
+                    isolated, debug):
+    """Record a baseline from traces (files or folders; the traces of one rank are repeated runs of one
+    program, each profiler step a run) or by profiling built-in workloads (--workload, --repeat N)."""
+    def body() -> int:
+        from kernlint.baseline import build_baseline, profile_traces, trace_environment, write_baseline
+
+        if bool(traces) == bool(workload_names):
+            raise ConfigError(None, "baseline record takes traces or --workload NAME, one of the two")
+        if workload_names:
+            from kernlint.audit import audit_workloads, record_workloads
+            from kernlint.capture.metadata import collect_run_metadata
+            from kernlint.baseline.environment import environment_of
+            from kernlint.workloads import known_workloads, resolve_device
+
+            dev = resolve_device(device)
+            if [n.lower() for n in workload_names] == ["all"]:
+                chosen = audit_workloads(dev)
+            else:
+                known = known_workloads()
+                missing = [n for n in workload_names if n not in known]
+                if missing:
+                    raise ConfigError(None, f"no workload {missing[0]!r} (known: {', '.join(sorted(known))})")
+                chosen = [known[n] for n in workload_names]
+            with _progress() as progress:
+                task = progress.add_task("starting", total=None)
+
+                def on_step(stage: str, workload) -> None:
+                    progress.update(task, description=f"{stage} {workload.name} on {dev} ({repeat} runs)")
+
+                programs, _ = record_workloads(chosen, dev, steps=repeat, out_dir=out_dir, on_step=on_step)
+            environment = environment_of(collect_run_metadata(dev))
+            source = ["--workload", *workload_names, "--repeat", str(repeat), "--device", device]
+        else:
+            from kernlint.trace.load import discover_traces
+
+            found = discover_traces(traces)
+            unreadable = [e for e in found.skipped if e.unreadable]
+            if unreadable:   # a baseline missing a rank is a wrong baseline: refuse, never half-record
+                raise ConfigError(unreadable[0].path, f"could not be read ({unreadable[0].reason}): no baseline "
+                                                      "written")
+            limit = max_trace_bytes or _max_trace_bytes_default()
+            tables = [_load(path, limit) for path in found.files]
+            programs = profile_traces(tables)
+            environment = trace_environment(tables[0]) if tables else {}
+            source = [str(t) for t in traces]
+        empty = [name for name, p in programs.items() if not p.runs]
+        if empty:
+            raise ConfigError(None, f"{empty[0]}: no launch to record (the trace holds no kernels or working ops)")
+        refresh = shlex.join(["kernlint", "baseline", "record", *source, "-o", str(output)])
+        written = write_baseline(output, build_baseline(programs, environment, refresh))
+        if not quiet:
+            runs = ", ".join(f"{name} ({p.runs} run(s), {sum(len(s.launches) for s in p.scopes.values())} "
+                             "launches)" for name, p in programs.items())
+            click.echo(f"kernlint: wrote {printable(written)}: {printable(runs)}")
+        return EXIT_CLEAN
 
     _guarded(body, debug)
 

@@ -32,3 +32,7 @@ class RuleFileError(KernlintError):
 
 class ConfigError(KernlintError):
     """A bad command-line value or option combination (selection, output path, baseline)."""
+
+
+class BaselineError(KernlintError):
+    """A baseline file that cannot be read, is not a kernlint baseline, or has another schema version."""

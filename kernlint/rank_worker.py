@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     # The run folder the launcher made for this invocation; every rank writes into it.
     parser.add_argument("--kl-run-dir", dest="run_dir", default=None)
     parser.add_argument("--kl-warmup", dest="warmup", type=int, default=1)
+    parser.add_argument("--kl-steps", dest="steps", type=int, default=1)
     args = parser.parse_args(argv)
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if args.device == "cuda":
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         workload = resolve_target(args.target, known_workloads())
         step = workload.build(args.device)
-        capture(step, args.out, args.run, device=args.device, warmup=args.warmup, run_dir=args.run_dir,
+        capture(step, args.out, args.run, device=args.device, warmup=args.warmup, steps=args.steps, run_dir=args.run_dir,
                 extra={"workload": workload.name, "rank": dist.get_rank(), "world_size": dist.get_world_size(),
                        "backend": dist.get_backend()})
         dist.barrier()

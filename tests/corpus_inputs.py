@@ -170,7 +170,7 @@ def tp_clean_trace_without_stacks(folder: Path) -> list[str]:
         data = json.loads(gzip.decompress(path.read_bytes()))
         data["traceEvents"] = [e for e in data["traceEvents"] if e.get("cat") != "python_function"]
         (run / path.name).write_bytes(gzip.compress(json.dumps(data).encode()))
-    return ["check", str(run), "--select", "KL001"]
+    return ["check", str(run), "--select", "KL001", "-v"]   # -v: the not-applicable reason is printed
 
 
 # -- 7, 8. crashes ----------------------------------------------------------------------------------------

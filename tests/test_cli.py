@@ -135,5 +135,9 @@ def test_a_folder_check_lists_what_it_skipped_and_the_run_groups(tmp_path):
     (group,) = [t for t in data["traces"] if t["ranks"]]
     assert group["ranks"] == [0, 1]
     assert any("126 of 128 ranks missing" in n for n in group["notes"])
-    text = run("check", folder).output
+    text = run("check", "-v", folder).output
     assert "Skipped 1 file(s)" in text and "rank0.run.json" in text and "126 of 128 ranks missing" in text
+    # without -v: the findings and the summary, not the notes nor the list of skipped files
+    short = run("check", folder).output
+    assert "KL004 host-sync-on-some-ranks" in short and "rank0.run.json" not in short
+    assert short.rstrip().splitlines()[-1].startswith("Found 2 finding(s)")

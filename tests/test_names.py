@@ -315,6 +315,11 @@ NAMED_CASES = {
         ("_dummy_run", False), ("dummy_run", False), ("dummy_batch", False), ("_dummy_sampler_run", False),
         ("profile_run", False), ("execute_model", False),
     ],
+    "profiler-step-range": [
+        ("ProfilerStep#551", True), ("ProfilerStep#0", True),
+        ("ProfilerStep", False), ("PyTorch Profiler (0)", False), ("ProfilerStep#1 (warmup)", False),
+        ("my ProfilerStep#2", False),
+    ],
     "profiler-container-range": [
         ("ProfilerStep#551", True), ("ProfilerStep#2", True),
         ("## Call CompiledFxGraph fbvcwuqulrovfujd7iuc223hzjvp3lnu3ph7 ##", True),

@@ -46,7 +46,9 @@ def test_good_rule_parses(tmp_path):
     (('severity = "warning"', 'severity = "warning"\ncolour = "red"'), 4, "unknown key `colour`"),
     (('annotations = ["step"]', 'annotations = ["st(ep"]'), 7, "bad regular expression"),
     (('type = "max-count"', 'type = "max-cnt"'), 10, "schema error"),
-    (('id = "KL900"', 'id = "X1"'), 1, "must be KL followed by three digits"),
+    (('id = "KL900"', 'id = "X1"'), 1, "then three digits (KL001, ACME001)"),
+    (('id = "KL900"', 'id = "9KL001"'), 1, "starts with a letter"),
+    (('id = "KL900"', 'id = "ABCDEFGHI001"'), 1, "1 to 8 letters and digits"),
     (('name = "test-rule"', 'name = "Test_Rule"'), 2, "kebab-case"),
     (('kinds = ["kernel"]', 'kinds = ["kernal"]'), 11, "unknown event kind"),
     (("max = 3", "max = = 3"), 12, "invalid TOML"),
@@ -143,7 +145,8 @@ def test_select_and_ignore_take_ids_prefixes_names_and_all(tmp_path):
     shipped = [r.id for r in load_rules()]
     assert ids(["ALL"]) == shipped + ["KL900"]
     assert ids([]) == shipped + ["KL900"]
-    assert ids(["KL00"]) == shipped
+    assert ids(["KL00"]) == [i for i in shipped if i.startswith("KL00")] == ["KL001", "KL002", "KL003", "KL004"]
+    assert ids(["KL8"]) == [f"KL80{i}" for i in range(1, 8)]      # the baseline rules
     assert ids(["KL00"], ["KL003", "KL004"]) == ["KL001", "KL002"]
     assert ids(["ALL"], ["KL9"]) == shipped
     assert ids(["fill-before-block-quant"]) == ["KL001"]

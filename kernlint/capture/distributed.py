@@ -22,7 +22,7 @@ SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "N
 
 
 def launch(target: str, nproc: int, device: str, out_dir: Path, run_name: str, *, warmup: int = 1,
-           timeout_s: float = 900.0) -> list[Path]:
+           steps: int = 1, timeout_s: float = 900.0) -> list[Path]:
     """Run `target` on `nproc` ranks; return the traces written (one a rank, sorted by path).
 
     All ranks write into one new run folder, `out_dir/run_name/<UTC time>-<random>/`, that this call creates
@@ -36,7 +36,7 @@ def launch(target: str, nproc: int, device: str, out_dir: Path, run_name: str, *
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
            f"--nproc-per-node={nproc}", "-m", "kernlint.rank_worker", "--kl-target", target,
            "--kl-device", device, "--kl-out", str(out_dir), "--kl-run", run_name, "--kl-run-dir", str(run_dir),
-           "--kl-warmup", str(warmup)]
+           "--kl-warmup", str(warmup), "--kl-steps", str(steps)]
     try:
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)

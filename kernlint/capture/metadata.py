@@ -48,6 +48,11 @@ def _nvml_device(pynvml, handle, index: int) -> dict[str, Any]:
         except pynvml.NVMLError as exc:
             return f"unavailable ({exc})"
 
+    # Why the clocks are below their maximum right now (power cap, thermal, ...): a baseline's timing is
+    # only comparable with runs that were not throttled. The function's name changed in newer NVML.
+    reasons_fn = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+        getattr(pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+    reasons = probe(reasons_fn) if reasons_fn else "unavailable (no NVML call)"
     util = probe(pynvml.nvmlDeviceGetUtilizationRates)
     procs = probe(pynvml.nvmlDeviceGetComputeRunningProcesses)
     power_mw = probe(pynvml.nvmlDeviceGetPowerUsage)
@@ -59,6 +64,7 @@ def _nvml_device(pynvml, handle, index: int) -> dict[str, Any]:
                        "memory": probe(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_MEM)},
         "max_clocks_mhz": {"sm": probe(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM),
                            "memory": probe(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_MEM)},
+        "clocks_event_reasons": reasons,
         "temperature_c": probe(pynvml.nvmlDeviceGetTemperature, pynvml.NVML_TEMPERATURE_GPU),
         "power_w": power_mw / 1000.0 if isinstance(power_mw, int) else power_mw,
         "power_limit_w": limit_mw / 1000.0 if isinstance(limit_mw, int) else limit_mw,

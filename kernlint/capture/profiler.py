@@ -79,6 +79,7 @@ def _profiling(prof: profile, log: list[str] | None):
 def record_trace(step: Callable[[], object], out_path: str | os.PathLike, *, device: str,
                  warmup: int = 1, steps: int = 1, log: list[str] | None = None) -> Path:
     """Calls ``step`` ``warmup`` times, then ``steps`` times under the profiler; writes ``out_path`` (gzip).
+    With several steps, each is inside a ``ProfilerStep#k`` range.
 
     Activities: CPU, plus CUDA when ``device`` is a CUDA device; shapes, memory, Python stacks and
     nn.Module scopes are recorded (the rules need all four). The trace is written to a temporary file in
@@ -99,8 +100,14 @@ def record_trace(step: Callable[[], object], out_path: str | os.PathLike, *, dev
     prof = profile(activities=activities, record_shapes=True, profile_memory=True, with_stack=True,
                    with_modules=True)
     with _profiling(prof, log):
-        for _ in range(steps):
-            step()
+        for k in range(steps):
+            if steps == 1:
+                step()
+                continue
+            # Repeated runs are marked as torch.profiler's own steps are (`ProfilerStep#N`): a baseline
+            # takes each as one run, and so does any tool that reads profiler steps.
+            with torch.profiler.record_function(f"ProfilerStep#{k}"):
+                step()
         if is_cuda:
             # Kernels still in flight when the profiler stops would be missing from the trace.
             torch.cuda.synchronize()

@@ -64,8 +64,8 @@ def new_run_dir(out_dir: str | os.PathLike, run_name: str) -> Path:
 
 
 def capture(step: Callable[[], object], out_dir: str | os.PathLike, run_name: str, *, device: str,
-            warmup: int = 1, extra: dict[str, Any] | None = None, run_dir: str | os.PathLike | None = None
-            ) -> Capture:
+            warmup: int = 1, extra: dict[str, Any] | None = None, run_dir: str | os.PathLike | None = None,
+            steps: int = 1) -> Capture:
     """Profile `step` into `<run folder>/<worker>.<ms>.pt.trace.json.gz` (tensorboard_trace_handler's
     naming) and write `<worker>.<ms>.run.json` beside it with the run metadata.
 
@@ -80,7 +80,7 @@ def capture(step: Callable[[], object], out_dir: str | os.PathLike, run_name: st
     start = time.perf_counter()
     log: list[str] = []
     try:
-        record_trace(step, trace_path, device=device, warmup=warmup, log=log)
+        record_trace(step, trace_path, device=device, warmup=warmup, steps=steps, log=log)
     except BaseException:
         if made:  # the step failed: leave no empty run folder behind
             try:

@@ -23,12 +23,13 @@
                "unreadable": false}],     # true: it could not be read (permission, dangling link, FIFO, bad gzip)
   "ignored_files": 0,                 # files in searched folders with other suffixes than .json / .json.gz
   "notes": ["Trace: ... (captured in 1.2 s); run metadata: ..."],   # `kernlint run`: where the trace went
-  "traces": [{"path": "...", "events": 1234, "has_device_events": true, "has_stacks": true, "rank": null,
+  "traces": [{"path": "...", "subject": "trace|run group|baseline", "events": 1234, "has_device_events": true, "has_stacks": true, "rank": null,
               "ranks": null,          # [0, 1, ...] for a run group (one run, one profiling cycle): its rules
                                       # are the cross-rank ones; "path" is then the group's label
               "notes": ["126 of 128 ranks missing: ..."],   # run grouping, profiling-window edges
               "outside_window": {"device events launched before the window opened": 64},
               "damage": ["3 events without a timestamp"],   # what in the trace could not be used
+              "warnings": ["trace: not timed: ..."],   # what must be seen even when nothing failed (baselines)
               "rules": [{"rule": "KL001", "status": "failed|passed|incomplete|not-applicable",
                          "level": "kernel|op|null",
                          "instances": 2, "reason": null, "note": null, "findings": 1}]}]
@@ -73,7 +74,7 @@ def to_dict(result: CheckResult) -> dict:
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "kernlint", "version": __version__},
         "exit_code": result.exit_code,
-        "summary": {"traces": len(result.reports), "findings": len(findings), "errors": counts["error"],
+        "summary": {"traces": result.traces_checked, "findings": len(findings), "errors": counts["error"],
                     "warnings": counts["warning"], "infos": counts["info"],
                     "incomplete": len(result.incomplete), "unreadable": len(result.unreadable)},
         "findings": findings,
@@ -84,9 +85,10 @@ def to_dict(result: CheckResult) -> dict:
         "ignored_files": result.ignored_files,
         "notes": list(result.notes),
         "traces": [
-            {"path": rep.trace, "events": rep.events, "has_device_events": rep.has_device_events,
-             "has_stacks": rep.has_stacks, "rank": rep.rank, "ranks": rep.ranks, "notes": rep.notes,
+            {"path": rep.trace, "subject": rep.subject, "events": rep.events,
+             "has_device_events": rep.has_device_events, "has_stacks": rep.has_stacks, "rank": rep.rank, "ranks": rep.ranks, "notes": rep.notes,
              "outside_window": rep.outside_window, "damage": list(getattr(rep, "damage", None) or []),
+             "warnings": list(rep.warnings),
              "rules": [{"rule": o.rule, "status": o.status, "level": o.level, "instances": o.instances,
                         "reason": o.reason, "note": o.note,
                         "findings": len(o.findings)} for o in rep.outcomes]}
@@ -110,8 +112,14 @@ def render_audit(run) -> str:
             "traces": [str(t) for t in v.traces] if run.out_dir else [],
             "findings": [_finding(f) for f in sorted_findings(v.report.findings if v.report else [])],
         })
-    return _dumps({"schema_version": SCHEMA_VERSION, "device": run.device, "seconds": run.seconds,
-                   "all_as_expected": run.all_as_expected, "metadata": run.metadata, "workloads": verdicts})
+    data = {"schema_version": SCHEMA_VERSION, "device": run.device, "seconds": run.seconds,
+            "all_as_expected": run.all_as_expected, "metadata": run.metadata, "workloads": verdicts}
+    if run.baseline_report is not None:
+        report = run.baseline_report
+        data["baseline"] = {"trace": report.trace, "failed": run.baseline_failed, "warnings": report.warnings,
+                            "verdicts": {o.rule: o.status for o in report.outcomes},
+                            "findings": [_finding(f) for f in sorted_findings(report.findings)]}
+    return _dumps(data)
 
 
 def render_replay(result) -> str:

@@ -17,7 +17,7 @@ def _cell(value: object) -> str:
 
 def render(result: CheckResult) -> str:
     findings = sorted_findings(result.findings)
-    out = [f"## kernlint: {len(findings)} finding(s) in {len(result.reports)} trace(s)", ""]
+    out = [f"## kernlint: {len(findings)} finding(s) in {result.traces_checked} trace(s)", ""]
     out += ["| rule | name | verdict |", "|---|---|---|"]
     for rule in result.rules:
         out.append(f"| {_cell(rule.id)} | {_cell(rule.name)} | {_ICON[result.rule_status(rule.id)]} |")

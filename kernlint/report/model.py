@@ -23,6 +23,11 @@ class CheckResult:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
 
     @property
+    def traces_checked(self) -> int:
+        """The traces checked: not the reports of run groups or of a baseline comparison."""
+        return sum(1 for r in self.reports if r.subject == "trace")
+
+    @property
     def findings(self) -> list[Finding]:
         """Every finding, in a fixed order (see finding_sort_key) that the order of events cannot change."""
         return sorted_findings(f for r in self.reports for f in r.findings)
@@ -62,7 +67,8 @@ def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=finding_sort_key)
 
 
-_OPTIONAL = frozenset({"launch_op", "top_op", "source", "anchor", "ts", "rank", "function"})
+_OPTIONAL = frozenset({"launch_op", "top_op", "source", "anchor", "ts", "rank", "function", "device_us", "bytes",
+                       "details"})
 
 
 def clean_finding(f: Finding) -> Finding:

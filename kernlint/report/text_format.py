@@ -1,4 +1,5 @@
-"""The default terminal output: findings first, then a per-rule verdict table for each trace.
+"""The terminal output: findings and a summary line (one line when the check is clean); with -v also a
+per-rule verdict table for each trace; with -q only findings and what could not be checked.
 
 Every string that comes from a trace or a path goes through `printable` (kernlint.report.safe), and into a
 rich `Text`, never a markup string: a kernel name cannot move the cursor, retitle the terminal, forge a line
@@ -6,17 +7,22 @@ of this output, or be read as rich markup.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from kernlint.report.model import CheckResult, clean_finding, sorted_findings
-from kernlint.report.safe import printable
+from kernlint.report.safe import is_missing, printable
+from kernlint.rules.result import STATUS_INCOMPLETE
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _STATUS_STYLE = {"failed": "bold red", "passed": "green", "not-applicable": "dim", "incomplete": "bold magenta"}
 _INCOMPLETE_STYLE = "bold magenta"
 _LISTED = 5   # incomplete verdicts named in the summary line before "and N more"
+# How much the text report says: -q, the default, -v.
+QUIET, NORMAL, VERBOSE = -1, 0, 1
 
 
 def _t(value: object, style: str = "") -> Text:
@@ -48,9 +54,12 @@ def _finding_lines(f, report) -> list[Text]:
     return [line, detail]
 
 
-def _summary(result: CheckResult) -> Text:
-    n = len(result.findings)
-    checked = f"{len(result.reports)} trace(s) with {len(result.rules)} rule(s)"
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def _gaps(result: CheckResult) -> list[str]:
+    """What could not be fully checked (each makes the exit code 4): never left out of any summary."""
     gaps = []
     incomplete = result.incomplete
     if incomplete:
@@ -60,68 +69,195 @@ def _summary(result: CheckResult) -> Text:
     if result.unreadable:
         gaps.append(f"{len(result.unreadable)} entr{'y' if len(result.unreadable) == 1 else 'ies'} could not be "
                     "read")
+    return gaps
+
+
+def _clean_line(result: CheckResult, verbosity: int) -> Text:
+    """The one line of a check without findings or gaps, ruff's "All checks passed!" habit:
+    `kernlint: 1 trace, 4 rules: all passed` or `...: no findings (1 passed, 3 not applicable)`."""
+    statuses = [result.rule_status(r.id) for r in result.rules]
+    passed, not_applicable = statuses.count("passed"), statuses.count("not-applicable")
+    counts = f"kernlint: {_plural(result.traces_checked, 'trace')}, {_plural(len(result.rules), 'rule')}: "
+    line = Text(counts)
+    if passed == len(statuses):
+        line.append("all passed", style="bold green")
+    else:
+        line.append("no findings", style="bold green")
+        line.append(f" ({passed} passed, {not_applicable} not applicable)")
+    not_traces = len(result.skipped) - len(result.unreadable)
+    if not_traces > 0 and verbosity < VERBOSE:
+        line.append(f"; skipped {_plural(not_traces, 'file')} that {'is' if not_traces == 1 else 'are'} not "
+                    "a trace (-v lists them)", style="yellow")
+    return line
+
+
+def _summary(result: CheckResult, verbosity: int = NORMAL) -> Text:
+    n = len(result.findings)
+    checked = f"{result.traces_checked} trace(s) with {len(result.rules)} rule(s)"
+    gaps = _gaps(result)
     if n:
         summary = Text.assemble("Found ", (f"{n} finding(s)", "bold red"), f" in {checked}.")
         if gaps:
             summary.append(" Also " + "; ".join(gaps) + ".", style=_INCOMPLETE_STYLE)
         return summary
     if gaps:
-        # Never a clean "Found 0 finding(s)" when something was not fully checked.
+        # Never a clean line when something was not fully checked.
         return Text.assemble(("0 findings, but " + ", and ".join(gaps), _INCOMPLETE_STYLE),
                              f"; checked {checked}.")
-    return Text.assemble("Found ", ("0 finding(s)", "bold green"), f" in {checked}.")
+    return _clean_line(result, verbosity)
 
 
-def render(result: CheckResult) -> Group:
-    parts: list = []
-    for report in result.reports:
-        where = printable(report.trace) + (f" (rank {report.rank})" if report.rank is not None else "")
-        device = "GPU events" if report.has_device_events else "no GPU events: op-level checks only"
-        parts.append(Text.assemble((where, "bold"), f"  {report.events} events, {device}"))
-        for f in sorted_findings(report.findings):
-            parts.extend(_finding_lines(f, report))
-        table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1, 0, 2))
-        for column in ("rule", "name", "verdict", "level", "checked", "findings"):
-            table.add_column(column, no_wrap=True)
-        for o in report.outcomes:
-            table.add_row(_t(o.rule), _t(o.name), _t(o.status, _STATUS_STYLE.get(o.status, "bold")),
-                          _t(o.level or "-"), Text(str(o.instances)), Text(str(len(o.findings))))
-        parts.append(table)
-        for o in report.outcomes:
-            if o.reason:
-                if o.status == "incomplete":
-                    parts.append(_t(f"  {o.rule} incomplete: {printable(o.reason)}", _INCOMPLETE_STYLE))
-                elif o.status == "not-applicable":
-                    parts.append(_t(f"  {o.rule} not applicable: {printable(o.reason)}", "dim"))
-                else:
-                    parts.append(_t(f"  {o.rule}: {printable(o.reason)}", "dim"))
-            if o.note:
-                parts.append(_t(f"  {o.rule}: {printable(o.note)}", "dim"))
+def _verdict_table(report) -> Table:
+    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1, 0, 2))
+    for column in ("rule", "name", "verdict", "level", "checked", "findings"):
+        table.add_column(column, no_wrap=True)
+    for o in report.outcomes:
+        table.add_row(_t(o.rule), _t(o.name), _t(o.status, _STATUS_STYLE.get(o.status, "bold")),
+                      _t(o.level or "-"), Text(str(o.instances)), Text(str(len(o.findings))))
+    return table
+
+
+def _trace_parts(report, verbosity: int) -> list:
+    """One trace's part of the report. Below -v: its findings and incomplete verdicts only (a trace with
+    neither says nothing); with -v: also the verdict of every rule, with reasons and notes."""
+    findings = sorted_findings(report.findings)
+    incomplete = [o for o in report.outcomes if o.status == STATUS_INCOMPLETE]
+    verbose = verbosity >= VERBOSE
+    warnings = report.warnings if verbosity >= NORMAL else []
+    if not (verbose or findings or incomplete or warnings):
+        return []
+    where = printable(report.trace) + (f" (rank {report.rank})" if report.rank is not None else "")
+    device = "GPU events" if report.has_device_events else "no GPU events: op-level checks only"
+    parts: list = [Text.assemble((where, "bold"), f"  {report.events} events, {device}")]
+    for f in findings:
+        parts.extend(_finding_lines(f, report))
+    for line in warnings:
+        parts.append(_t(f"  warning: {printable(line)}", "yellow"))
+    if verbose:
+        parts.append(_verdict_table(report))
+    for o in report.outcomes:
+        if o.reason and (verbose or o.status == STATUS_INCOMPLETE):
+            if o.status == STATUS_INCOMPLETE:
+                parts.append(_t(f"  {o.rule} incomplete: {printable(o.reason)}", _INCOMPLETE_STYLE))
+            elif o.status == "not-applicable":
+                parts.append(_t(f"  {o.rule} not applicable: {printable(o.reason)}", "dim"))
+            else:
+                parts.append(_t(f"  {o.rule}: {printable(o.reason)}", "dim"))
+        if o.note and verbose:
+            parts.append(_t(f"  {o.rule}: {printable(o.note)}", "dim"))
+    if verbose or incomplete:   # the damage says why a verdict is incomplete
         for line in getattr(report, "damage", None) or []:
             parts.append(_t(f"  damage: {printable(line)}", _INCOMPLETE_STYLE))
+    if verbose:
         for note in report.notes:
             parts.append(_t(f"  note: {printable(note)}", "dim"))
         if report.outside_window and report.ranks is None:
             outside = "; ".join(f"{printable(n)} {printable(what)}" for what, n in report.outside_window.items())
             parts.append(_t(f"  outside the window: {outside}", "dim"))
-        parts.append(Text(""))
+    parts.append(Text(""))
+    return parts
+
+
+def render(result: CheckResult, verbosity: int = NORMAL) -> Group:
+    """The text report. `verbosity`: QUIET (-q) shows findings and what could not be checked, nothing for a
+    clean check; NORMAL shows findings and a summary line, one line for a clean check; VERBOSE (-v) adds
+    every trace's per-rule verdict table, reasons, notes and the files skipped."""
+    parts: list = []
+    for report in result.reports:
+        parts.extend(_trace_parts(report, verbosity))
     unreadable = set(result.unreadable)
     not_traces = [s for s in result.skipped if s not in unreadable]
-    if result.unreadable:
+    if result.unreadable:   # always shown: they make the exit code 4
         one = len(result.unreadable) == 1
         parts.append(Text(f"Could not read {len(result.unreadable)} entr{'y' if one else 'ies'}; what "
                           f"{'it holds' if one else 'they hold'} was not checked:", style=_INCOMPLETE_STYLE))
         for path, why in result.unreadable:
             parts.append(_t(f"  {printable(path)}: {printable(why)}", _INCOMPLETE_STYLE))
-    if not_traces:
-        parts.append(Text(f"Skipped {len(not_traces)} file(s) that are not kineto traces:", style="yellow"))
-        for path, why in not_traces:
-            parts.append(_t(f"  {printable(path)}: {printable(why)}", "yellow"))
-    if result.ignored_files:
-        parts.append(Text(f"Ignored {result.ignored_files} file(s) without a .json / .json.gz suffix.", style="dim"))
-    parts.append(_summary(result))
-    for note in result.notes:
-        parts.append(_t(note, "dim"))
+    if verbosity >= VERBOSE:
+        if not_traces:
+            parts.append(Text(f"Skipped {len(not_traces)} file(s) that are not kineto traces:", style="yellow"))
+            for path, why in not_traces:
+                parts.append(_t(f"  {printable(path)}: {printable(why)}", "yellow"))
+        if result.ignored_files:
+            parts.append(Text(f"Ignored {result.ignored_files} file(s) without a .json / .json.gz suffix.",
+                              style="dim"))
+    if verbosity > QUIET or _gaps(result):
+        parts.append(_summary(result, verbosity))
+    if verbosity > QUIET:
+        for note in result.notes:
+            parts.append(_t(note, "dim"))
+    while parts and isinstance(parts[-1], Text) and not parts[-1].plain:   # -q: no blank line to end on
+        parts.pop()
+    return Group(*parts)
+
+
+# -- --statistics ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RuleStatistic:
+    """One rule's findings, summed: `ruff check --statistics`' row, with what the findings cost."""
+
+    rule: str
+    name: str
+    count: int
+    device_us: float | None   # summed device time of the offending launches; None when no finding had one
+    bytes: int | None         # summed bytes they allocated; None when no finding had a size
+
+
+def _total(values) -> float | None:
+    present_values = [v for v in values if not is_missing(v)]
+    return sum(present_values) if present_values else None
+
+
+def rule_statistics(result: CheckResult) -> list[RuleStatistic]:
+    """Per rule with findings: how many, and their summed device time and bytes; most findings first."""
+    by_rule: dict[str, list] = {}
+    for f in result.findings:
+        by_rule.setdefault(f.rule, []).append(f)
+    stats = [RuleStatistic(rule=rule, name=found[0].name, count=len(found),
+                           device_us=_total(f.device_us for f in found),
+                           bytes=_total(f.bytes for f in found))
+             for rule, found in by_rule.items()]
+    return sorted(stats, key=lambda s: (-s.count, s.rule))
+
+
+def _duration(us: float | None) -> str:
+    if us is None:
+        return "-"
+    for limit, unit, scale in ((1e3, "µs", 1.0), (1e6, "ms", 1e3)):
+        if abs(us) < limit:
+            return f"{us / scale:.1f} {unit}"
+    return f"{us / 1e6:.2f} s"
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"  # pragma: no cover
+
+
+def render_statistics(result: CheckResult, verbosity: int = NORMAL) -> Group:
+    """`--statistics`: a row per rule with findings (count, rule, name, device time, bytes), then the
+    summary line; what could not be checked is always named."""
+    parts: list = []
+    stats = rule_statistics(result)
+    if stats:
+        table = Table(box=None, show_header=True, header_style="bold", padding=(0, 1, 0, 0))
+        for column, justify in (("count", "right"), ("rule", "left"), ("name", "left"),
+                                ("device time", "right"), ("bytes", "right")):
+            table.add_column(column, justify=justify, no_wrap=True)
+        for s in stats:
+            table.add_row(Text(str(s.count)), _t(s.rule), _t(s.name), Text(_duration(s.device_us)),
+                          Text(_size(s.bytes)))
+        parts.append(table)
+    if verbosity > QUIET or _gaps(result):
+        parts.append(_summary(result, verbosity))
     return Group(*parts)
 
 
@@ -156,10 +292,18 @@ def render_audit(run) -> Group:
                             (f" [{printable(f.source)}]" if f.source else ""), "dim"))
         if len(findings) > 4:
             parts.append(_t(f"  {name}: ... {len(findings) - 4} more", "dim"))
+    if run.baseline_report is not None:
+        report = run.baseline_report
+        parts.append(Text(""))
+        parts.append(_t("  " + ", ".join(f"{o.rule} {o.status}" for o in report.outcomes),
+                        "bold red" if run.baseline_failed else "green"))
+        parts.extend(_trace_parts(report, NORMAL))
     if run.out_dir:
         parts.append(_t(f"Traces and run metadata: {printable(run.out_dir)}", "dim"))
     ok = sum(v.ok for v in run.verdicts)
-    parts.append(Text(f"{ok}/{len(run.verdicts)} workloads as expected",
+    against = "" if run.baseline_report is None else (
+        "; the baseline: " + ("changed" if run.baseline_failed else "no regression"))
+    parts.append(Text(f"{ok}/{len(run.verdicts)} workloads as expected{against}",
                       style="bold green" if run.all_as_expected else "bold red"))
     return Group(*parts)
 

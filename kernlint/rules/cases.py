@@ -20,6 +20,15 @@ level = "kernel"                 # optional: kernel | op
 name = "cpu-placeholder-new-ones"
 program = "placeholder_new_ones" # fixtures/programs/NAME.py, recorded on the CPU by the test suite
 expect = "failed"
+
+[[case]]                         # a baseline rule (KL801-KL807): the trace against a baseline
+name = "gpu-fill-inserted"
+trace = "traces/gpu/block_regressed.pt.trace.json.gz"
+baseline-from = "traces/gpu/block_clean.pt.trace.json.gz"   # record the baseline from this trace; or
+# baseline = "baselines/h200-fp8-block-linear.json"         # a recorded baseline file
+# slowdown = 1.05                # what-if: the trace's kernels ran this many times as long ...
+# slowdown-kernel = "^nvjet"     # ... only those whose name matches (default: every kernel)
+expect = "failed"
 ```
 Adding a case never needs Python. The test suite runs every case of every rule through `evaluate_case`.
 """
@@ -38,6 +47,7 @@ from kernlint.rules.engine import check_traces
 from kernlint.rules.result import RuleOutcome, merge_outcomes
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import find_trace_files, load_trace
+from kernlint.trace.table import EventTable
 
 
 class CaseSpec(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", frozen=True):
@@ -51,6 +61,10 @@ class CaseSpec(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", froze
     source: str | None = None
     level: Literal["kernel", "op", "host"] | None = None
     note: str = ""
+    baseline: str | None = None
+    baseline_from: str | None = None
+    slowdown: float | None = None
+    slowdown_kernel: str | None = None
 
 
 class CaseFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -97,16 +111,51 @@ def load_cases(folder: Path) -> list[Case]:
         for spec in data.case:
             if (spec.trace is None) == (spec.program is None):
                 raise RuleFileError(file, f"case {spec.name!r} needs exactly one of `trace` or `program`")
+            if spec.baseline is not None and spec.baseline_from is not None:
+                raise RuleFileError(file, f"case {spec.name!r}: `baseline` or `baseline-from`, not both")
+            if spec.slowdown is not None and not spec.slowdown > 0:
+                raise RuleFileError(file, f"case {spec.name!r}: `slowdown` must be above 0")
             cases.append(Case(rule=data.rule, spec=spec, file=file))
     return cases
 
 
-def evaluate_case(case: Case, trace: Path, rules: list[Rule]) -> CaseResult:
-    """Check `trace` with the case's rule and compare with what the case expects."""
+def _slowed(table: EventTable, factor: float, kernel: str | None) -> EventTable:
+    """The table with its kernels (those matching `kernel`) running `factor` times as long."""
+    frame = table.frame.copy()
+    rows = frame["kind"] == "kernel"
+    if kernel:
+        rows &= frame["short_name"].str.contains(kernel, regex=True)
+    frame.loc[rows, "dur"] = frame.loc[rows, "dur"] * factor
+    frame.loc[rows, "end"] = frame.loc[rows, "ts"] + frame.loc[rows, "dur"]
+    return EventTable(frame=frame, meta=table.meta)
+
+
+def _case_baseline(case: Case, fixtures: Path):
+    from kernlint.baseline import build_baseline, profile_traces, read_baseline
+
+    spec = case.spec
+    if spec.baseline is not None:
+        return read_baseline(fixtures / spec.baseline)
+    if spec.baseline_from is not None:
+        tables = [load_trace(p) for p in find_trace_files([fixtures / spec.baseline_from])]
+        return build_baseline(profile_traces(tables))
+    return None
+
+
+def evaluate_case(case: Case, trace: Path, rules: list[Rule], fixtures: Path | None = None) -> CaseResult:
+    """Check `trace` with the case's rule (against its baseline, if it names one; baseline paths are
+    relative to `fixtures`) and compare with what the case expects."""
     chosen = [r for r in rules if r.id == case.rule]
     if not chosen:
         return CaseResult(case, None, [f"rule {case.rule} is not loaded"])
-    reports = check_traces([load_trace(p) for p in find_trace_files([trace])], chosen)
+    tables = [load_trace(p) for p in find_trace_files([trace])]
+    if case.spec.slowdown is not None:
+        tables = [_slowed(t, case.spec.slowdown, case.spec.slowdown_kernel) for t in tables]
+    baseline = _case_baseline(case, fixtures or trace.parent)
+    if chosen[0].needs_baseline and baseline is None:
+        return CaseResult(case, None, [f"{case.rule} compares with a baseline: the case needs `baseline` or "
+                                       "`baseline-from`"])
+    reports = check_traces(tables, chosen, baseline=baseline)
     outcome = merge_outcomes([o for r in reports for o in r.outcomes])
     spec = case.spec
     problems = []
@@ -145,5 +194,5 @@ def audit_recorded_cases(fixtures: Path, rules: list[Rule]) -> AuditResult:
     for case in load_cases(fixtures / "cases"):
         path = case.trace_path(fixtures)
         if path is not None:
-            results.append(evaluate_case(case, path, rules))
+            results.append(evaluate_case(case, path, rules, fixtures))
     return AuditResult(results)

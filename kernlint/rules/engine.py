@@ -55,6 +55,8 @@ def check_trace(table: EventTable, rules: Iterable[Rule], *, cross_rank_reason: 
     index = ScopeIndex.of(table)
     outcomes = []
     for rule in rules:
+        if rule.needs_baseline:   # runs in check_traces, against the baseline, when one is given
+            continue
         if rule.cross_rank:
             if not in_rank_group:
                 outcomes.append(not_applicable(rule, cross_rank_reason or _SINGLE, absent=True))
@@ -65,9 +67,35 @@ def check_trace(table: EventTable, rules: Iterable[Rule], *, cross_rank_reason: 
                        outside_window=window_edges(table).counts(), damage=trace_damage(table).summary())
 
 
-def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule]) -> list[TraceReport]:
+def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule], *, baseline=None) -> list[TraceReport]:
     """Every trace on its own, then each run group (the ranks of one run, one profiling cycle) as one more
-    report holding the cross-rank rules."""
+    report holding the cross-rank rules, then, with `baseline` (a kernlint.baseline.Baseline, or a
+    BaselineComparison already made), one report of the baseline rules."""
+    reports = _check_traces(tables, rules)
+    baseline_rules = [r for r in rules if r.needs_baseline]
+    if baseline is not None and baseline_rules:
+        reports.append(check_against_baseline(tables, baseline_rules, baseline))
+    return reports
+
+
+def check_against_baseline(tables: Sequence[EventTable], rules: Sequence[Rule], baseline) -> TraceReport:
+    """The baseline rules on the traces against a baseline. Damaged traces make every verdict incomplete:
+    an alignment over lost launches proves nothing."""
+    from kernlint.baseline import BaselineComparison, compare_with_baseline
+
+    comparison = baseline if isinstance(baseline, BaselineComparison) else compare_with_baseline(baseline, list(tables))
+    damage = [f"{t.path}: {line}" for t in tables for line in trace_damage(t).summary()]
+    outcomes = [mark_incomplete(rule.kind.run_baseline(rule, comparison), damage) for rule in rules]
+    warnings = [f"timing environment: {w}" for w in comparison.environment_warnings]
+    warnings += [f"{p.name}: {p.timing_note}" for p in comparison.programs if p.timing_note]
+    return TraceReport(trace=f"baseline {comparison.baseline_path}".strip(), events=sum(len(t) for t in tables),
+                       has_device_events=all(t.has_device_events for t in tables),
+                       has_stacks=all(t.has_stacks for t in tables), rank=None, outcomes=outcomes,
+                       notes=list(comparison.notes), damage=damage, warnings=warnings + list(comparison.notes),
+                       subject="baseline")
+
+
+def _check_traces(tables: Sequence[EventTable], rules: Sequence[Rule]) -> list[TraceReport]:
     grouping = group_runs(tables)
     grouped = {id(t) for g in grouping.groups for t in g.tables}
     unmatched = {u.path: u.reason for u in grouping.unmatched}
@@ -76,7 +104,7 @@ def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule]) -> list[Tr
         reason = unmatched.get(t.path)
         reports.append(check_trace(t, rules, in_rank_group=id(t) in grouped,
                                    cross_rank_reason=f"{_SINGLE}: {reason}" if reason else _SINGLE))
-    cross = [r for r in rules if r.cross_rank]
+    cross = [r for r in rules if r.cross_rank and not r.needs_baseline]
     if not cross:
         return reports
     for group in grouping.groups:
@@ -101,6 +129,6 @@ def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule]) -> list[Tr
             trace=group.label, events=sum(len(t) for t in group.tables),
             has_device_events=all(t.has_device_events for t in group.tables),
             has_stacks=all(t.has_stacks for t in group.tables), rank=None, outcomes=outcomes,
-            ranks=[t.meta.rank for t in group.tables], notes=notes, outside_window=outside,
+            ranks=[t.meta.rank for t in group.tables], notes=notes, outside_window=outside, subject="run group",
             damage=[f"rank {t.meta.rank}: {line}" for t in group.tables for line in trace_damage(t).summary()]))
     return reports

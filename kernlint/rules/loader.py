@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import importlib.resources
 import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 import msgspec
 import tomllib
@@ -21,7 +22,9 @@ from kernlint.trace.names import (
 from kernlint.trace.patterns import PatternError, compile_pattern
 from kernlint.trace.table import KINDS
 
-RULE_ID = re.compile(r"^KL\d{3}$")
+# A prefix of one to eight letters and digits that starts with a letter, then three digits: KL001 for the
+# shipped rules, ACME001 for a team's own. Ids are case-insensitive: a rule file's id is upper-cased.
+RULE_ID = re.compile(r"^[A-Z][A-Z0-9]{0,7}[0-9]{3}$")
 RULE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`(?: - at `([^`]+)`)?")
 _AT_PATH = re.compile(r"at `\$((?:\.[\w-]+|\[\d+\])*)`")
@@ -146,6 +149,8 @@ def parse_rule_file(path: Path) -> Rule:
         if parts == ["check", "type"] or (parts == ["check"] and "type" in message):
             message = f"{message} (known check types: {', '.join(sorted(REGISTRY))})"
         raise RuleFileError(path, f"schema error: {message}", _line_of(text, parts)) from None
+    if spec.id != spec.id.upper():
+        spec = msgspec.structs.replace(spec, id=spec.id.upper())
     rule = Rule(spec=spec, path=str(path))
     _validate(rule, path, text)
     return rule
@@ -158,7 +163,8 @@ def _validate(rule: Rule, path: Path, text: str) -> None:
         raise RuleFileError(path, problem, _line_of(text, list(where)))
 
     if not RULE_ID.match(spec.id):
-        fail(f"rule id {spec.id!r} must be KL followed by three digits", "id")
+        fail(f"rule id {spec.id!r} must be a prefix of 1 to 8 letters and digits that starts with a letter, "
+             "then three digits (KL001, ACME001)", "id")
     if not RULE_NAME.match(spec.name):
         fail(f"rule name {spec.name!r} must be kebab-case", "name")
     check = spec.check
@@ -214,29 +220,112 @@ def rule_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def load_rules(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> list[Rule]:
-    """Shipped rules (unless builtin=False) plus user files/folders. Duplicate ids are errors."""
+    """Shipped rules (unless builtin=False) plus user files/folders. An id loaded twice is an error, named
+    with the file and line of the second."""
     paths = ([builtin_rules_dir()] if builtin else []) + list(extra)
     rules: dict[str, Rule] = {}
     for file in rule_files(paths):
         rule = parse_rule_file(file)
         if rule.id in rules:
-            raise RuleFileError(file, f"rule id {rule.id} is already defined in {rules[rule.id].path}",
+            raise RuleFileError(file, f"rule id {rule.id} is already defined in {rules[rule.id].path}; give this "
+                                      "rule an id of its own (your own prefix, e.g. ACME001)",
                                 _line_of(file.read_text(encoding="utf-8"), ["id"]))
         rules[rule.id] = rule
     return sorted(rules.values(), key=lambda r: r.id)
 
 
+def override_severity(rules: list[Rule], overrides: Mapping[str, str], *, source: str | None = None,
+                      lines: Mapping[str, int] | None = None) -> list[Rule]:
+    """`rules` with the severities of `overrides` (a rule id, any case, or a rule name -> severity). A key
+    that names no rule is an error, with `source` and the key's line from `lines` when given."""
+    by_key = {**{r.name: r.id for r in rules}, **{r.id: r.id for r in rules}}
+    new: dict[str, str] = {}
+    for key, severity in overrides.items():
+        rule_id = by_key.get(key.upper()) or by_key.get(key.lower())
+        if rule_id is None:
+            raise ConfigError(source, f"[severity] {key}: no rule {key!r} (known: "
+                                      f"{', '.join(r.id for r in rules) or 'none'})", (lines or {}).get(key))
+        new[rule_id] = severity
+    return [Rule(spec=msgspec.structs.replace(r.spec, severity=new[r.id]), path=r.path) if r.id in new else r
+            for r in rules]
+
+
+@dataclass(frozen=True)
+class RuleSelection:
+    """One layer of the rule selection (the config file, then the command line), resolved as ruff does:
+    a layer's `select` (None: not given) replaces what the layers before chose; `extend_select` adds to
+    it; `ignore` removes. Within a layer the most specific selector wins (an exact id or name over a
+    prefix, a longer prefix over a shorter one, any prefix over ALL); at equal specificity ignore wins.
+
+    `source` (a config file) and `lines` (selector key -> line) place errors about this layer."""
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    source: str | None = None
+    lines: Mapping[str, int] = field(default_factory=dict)
+
+
+def _specificity(selector: str, rule: Rule) -> int | None:
+    """How specifically `selector` names `rule` (higher is more specific), or None if it does not."""
+    if selector.upper() == "ALL":
+        return 0
+    if selector.upper() == rule.id or selector.lower() == rule.name:
+        return 100
+    if rule.id.startswith(selector.upper()):
+        return len(selector)
+    return None
+
+
 def _selector_matches(selector: str, rule: Rule) -> bool:
-    return selector == "ALL" or rule.id.startswith(selector) or selector == rule.name
+    return _specificity(selector, rule) is not None
+
+
+def resolve_selection(rules: list[Rule], layers: Iterable[RuleSelection]) -> list[Rule]:
+    """The rules that the selection layers choose, in the order of `rules`. A selector that matches no rule,
+    or a selection that leaves no rule, is a ConfigError."""
+    layers = list(layers)
+    known = ", ".join(r.id for r in rules) or "none"
+    for layer in layers:
+        for key, selectors in (("select", layer.select or ()), ("extend-select", layer.extend_select),
+                               ("ignore", layer.ignore)):
+            for selector in selectors:
+                if not any(_selector_matches(selector, r) for r in rules):
+                    where = f"{key}: " if layer.source else ""
+                    raise ConfigError(layer.source, f"{where}selector {selector!r} matches no rule (known: {known})",
+                                      layer.lines.get(key))
+    chosen = {r.id for r in rules}   # by default every loaded rule
+    for layer in layers:
+        verdicts: dict[str, bool] = {}
+        for rule in rules:
+            best: tuple[int, int] | None = None   # (specificity, 1 for ignore so that it wins a tie)
+            for selectors, keep in (((*(layer.select or ()), *layer.extend_select), True), (layer.ignore, False)):
+                for selector in selectors:
+                    spec = _specificity(selector, rule)
+                    if spec is not None and (best is None or (spec, not keep) > best):
+                        best = (spec, int(not keep))
+            if best is not None:
+                verdicts[rule.id] = not best[1]
+        if layer.select is not None:
+            chosen = {rule_id for rule_id, keep in verdicts.items() if keep}
+        else:
+            chosen = (chosen | {i for i, keep in verdicts.items() if keep}) - {i for i, keep in verdicts.items()
+                                                                               if not keep}
+    result = [r for r in rules if r.id in chosen]
+    if not result:
+        given = "; ".join(f"{key} {', '.join(values)}" for layer in layers for key, values in
+                          (("select", layer.select or ()), ("extend-select", layer.extend_select),
+                           ("ignore", layer.ignore)) if values)
+        source = next((layer.source for layer in layers if layer.source and (layer.select is not None or
+                                                                             layer.ignore)), None)
+        raise ConfigError(None, f"the rule selection ({given or 'select nothing'}) leaves no rule to check "
+                                f"(known: {known})" + (f"; see {source}" if source else ""))
+    return result
 
 
 def select_rules(rules: list[Rule], select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Rule]:
-    """--select / --ignore: each takes an id (KL001), a prefix (KL0), a rule name, or ALL."""
-    select = [s.strip() for s in select if s.strip()] or ["ALL"]
-    ignore = [s.strip() for s in ignore if s.strip()]
-    for selector in (*select, *ignore):
-        if not any(_selector_matches(selector, r) for r in rules):
-            raise ConfigError(None, f"selector {selector!r} matches no rule (known: "
-                              f"{', '.join(r.id for r in rules) or 'none'})")
-    chosen = [r for r in rules if any(_selector_matches(s, r) for s in select)]
-    return [r for r in chosen if not any(_selector_matches(s, r) for s in ignore)]
+    """--select / --ignore: each takes an id (KL001), a prefix (KL0), a rule name, or ALL, in any case. No
+    selector selects every rule."""
+    select = tuple(s.strip() for s in select if s.strip())
+    ignore = tuple(s.strip() for s in ignore if s.strip())
+    return resolve_selection(rules, [RuleSelection(select=select or None, ignore=ignore)])

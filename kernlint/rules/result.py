@@ -41,6 +41,8 @@ class Finding:
     # launches, and the bytes they allocated. None where the trace cannot say (no GPU events; a missing event).
     device_us: float | None = None
     bytes: int | None = None
+    # Evidence a renderer may show: for a timing change its effect, confidence interval and p-value.
+    details: dict | None = field(default=None, compare=False, hash=False)
 
     @property
     def fingerprint(self) -> str:
@@ -76,6 +78,11 @@ class TraceReport:
     notes: list[str] = field(default_factory=list)    # run grouping, missing ranks, profiling-window edges
     outside_window: dict[str, int] = field(default_factory=dict)  # what was kept out of comparisons, by kind
     damage: list[str] = field(default_factory=list)   # what in the trace could not be used, one line each
+    # What a reader must see even when nothing failed: a baseline's timing that was not judged, and why.
+    warnings: list[str] = field(default_factory=list)
+    # What the report is about: one "trace", a "run group" of ranks (the cross-rank rules), or the traces
+    # against a "baseline". Summaries count traces only.
+    subject: str = "trace"
 
     @property
     def findings(self) -> list[Finding]:

@@ -116,3 +116,7 @@ class Rule(msgspec.Struct, frozen=True):
     @property
     def cross_rank(self) -> bool:
         return self.kind.cross_rank
+
+    @property
+    def needs_baseline(self) -> bool:
+        return self.kind.needs_baseline

@@ -366,6 +366,9 @@ NAMED_PATTERNS: dict[str, str] = {
     # `## Call CompiledFxGraph <hash> ##`, `Torch-Compiled Region: 0/0`, `CompiledFunction(Backward)`,
     # `TorchDynamo Cache Lookup`, and DDP's `DistributedDataParallel.forward` around the whole model. Other
     # `## name ##` ranges are user annotations (torchrec's pipeline stages use that style) and are not here.
+    # One step of a profiled loop (torch.profiler's `prof.step()`, and kernlint's repeated runs): a baseline
+    # takes each as one run of the program.
+    "profiler-step-range": r"^ProfilerStep#\d+$",
     "profiler-container-range": r"^ProfilerStep#\d+$|^PyTorch Profiler \(\d+\)$|^## Call CompiledFxGraph\b"
                                 r"|^Torch-Compiled Region\b|^CompiledFunction(?:Backward)?$"
                                 r"|^TorchDynamo Cache Lookup$|^DistributedDataParallel\.forward$",

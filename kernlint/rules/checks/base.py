@@ -39,6 +39,9 @@ class CheckKind:
     run: Callable[["Rule", "EventTable", ScopeIndex], RuleOutcome] | None = None
     # The traces of one run (a RunGroup) -> outcome.
     run_group: Callable[["Rule", object], RuleOutcome] | None = None
+    # A candidate against a baseline (kernlint.baseline.BaselineComparison) -> outcome. Such rules run only
+    # when a baseline is given.
+    run_baseline: Callable[["Rule", object], RuleOutcome] | None = None
     needs_anchor: bool = False
     needs_scope: bool = False
     # Extra validation of a loaded rule: returns (problem, key path) or None.
@@ -47,6 +50,10 @@ class CheckKind:
     @property
     def cross_rank(self) -> bool:
         return self.run_group is not None
+
+    @property
+    def needs_baseline(self) -> bool:
+        return self.run_baseline is not None
 
 
 REGISTRY: dict[str, CheckKind] = {}
@@ -105,3 +112,19 @@ def function_of(index: ScopeIndex, frame_row: int) -> str | None:
     if frame_row < 0:
         return None
     return frame_parts(str(index.name[frame_row]))[2]
+
+
+def baseline_finding(rule: "Rule", comparison, program: str, message: str, *, trace: str, scope: str,
+                     launch=None, device_us: float | None = None, bytes: int | None = None,
+                     details: dict | None = None, improvement: bool = False) -> Finding:
+    """A finding of a baseline comparison. `launch` (kernlint.baseline.model.Launch) names the event and
+    the line that launched it; an improvement says how to refresh the baseline."""
+    if improvement and comparison.refresh_command:
+        message = f"{message}; refresh the baseline: {comparison.refresh_command}"
+    rank = int(program[5:]) if program.startswith("rank ") and program[5:].isdigit() else None
+    return Finding(
+        rule=rule.id, name=rule.name, severity=rule.severity, message=message, trace=trace, scope=scope or "",
+        event=launch.name if launch is not None else scope or program, event_kind=launch.kind if launch else "",
+        event_category=launch.category if launch else "", launch_op=(launch.op or None) if launch else None,
+        top_op=None, source=(launch.source or None) if launch else None, anchor=None, ts=float("nan"), rank=rank,
+        device_us=device_us, bytes=bytes, details=details)

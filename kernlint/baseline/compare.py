@@ -1,0 +1,196 @@
+"""A candidate's programs against a baseline's: what launches were added or removed (by sequence
+alignment, so an inserted kernel is named at its position), new syncs, allocation growth, and which
+kernels got slower or faster (kernlint.baseline.stats). Returns data; rules turn it into findings.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from kernlint.baseline.model import Baseline, Launch, ProgramProfile
+from kernlint.baseline.stats import Thresholds, TimingVerdict, compare_samples
+
+TOTAL = "total device time"
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A launch where it stands in one side's program: its scope and its place in it."""
+
+    launch: Launch
+    scope: str
+    index_in_scope: int      # 0-based
+    scope_length: int
+    before: str | None       # the next launch in launch order, if any
+    after: str | None        # the previous launch in launch order, if any
+
+    def where(self) -> str:
+        text = f"{self.scope} at position {self.index_in_scope + 1} of {self.scope_length}"
+        if self.before:
+            return f"{text}, before {self.before}"
+        return f"{text}, after {self.after}" if self.after else text
+
+
+@dataclass(frozen=True)
+class SequenceChange:
+    program: str
+    change: str              # "added" or "removed"
+    placed: Placed           # in the candidate for added launches, in the baseline for removed ones
+    trace: str               # a trace of the side it is in
+
+
+@dataclass(frozen=True)
+class TimingChange:
+    program: str
+    subject: str             # the launch's name, or TOTAL
+    scope: str
+    placed: Placed | None    # None for the program total
+    verdict: TimingVerdict
+    trace: str
+
+
+@dataclass(frozen=True)
+class ScratchChange:
+    program: str
+    scope: str               # a scope label, or "" for the whole program
+    what: str                # "allocated" or "peak scratch"
+    before: int
+    after: int
+    trace: str
+
+
+@dataclass
+class ProgramComparison:
+    name: str
+    baseline_name: str
+    sequence: list[SequenceChange] = field(default_factory=list)
+    timing: list[TimingChange] = field(default_factory=list)        # every timed launch, changed or not
+    scratch: list[ScratchChange] = field(default_factory=list)
+    counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # category -> (baseline, candidate)
+    timing_note: str | None = None     # why timing was not (fully) compared
+
+
+@dataclass
+class BaselineComparison:
+    baseline_path: str
+    programs: list[ProgramComparison]
+    notes: list[str] = field(default_factory=list)             # programs that did not meet, and why
+    environment_warnings: list[str] = field(default_factory=list)
+    strict_env: bool = False
+    refresh_command: str = ""
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+    @property
+    def timing_refused(self) -> bool:
+        """--strict-env and the environments differ: no timing verdict."""
+        return self.strict_env and bool(self.environment_warnings)
+
+
+class _Placer:
+    """Places launches of one side's sequence in their scopes (built once: sequences can be long)."""
+
+    def __init__(self, sequence: list[tuple[str, Launch]]):
+        self.sequence = sequence
+        self.members: dict[str, list[int]] = {}
+        self.rank: list[int] = []
+        for i, (scope, _) in enumerate(sequence):
+            same = self.members.setdefault(scope, [])
+            self.rank.append(len(same))
+            same.append(i)
+
+    def __call__(self, i: int) -> Placed:
+        scope, launch = self.sequence[i]
+        same, k = self.members[scope], self.rank[i]
+        # Its neighbours in launch order, whatever their scope: what a reader sees in a timeline.
+        before = self.sequence[i + 1][1].name if i + 1 < len(self.sequence) else None
+        after = self.sequence[i - 1][1].name if i > 0 else None
+        return Placed(launch, scope, k, len(same), before, after)
+
+
+def _counts(sequence: list[tuple[str, Launch]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for _, launch in sequence:
+        out[launch.category] = out.get(launch.category, 0) + 1
+    return out
+
+
+def _scratch(name: str, base: ProgramProfile, cand: ProgramProfile, trace: str) -> list[ScratchChange]:
+    changes = []
+    pairs = [("", base.alloc_bytes, cand.alloc_bytes, "allocated"),
+             ("", base.peak_scratch_bytes, cand.peak_scratch_bytes, "peak scratch")]
+    for label in sorted(set(base.scopes) & set(cand.scopes)):
+        b, c = base.scopes[label], cand.scopes[label]
+        pairs += [(label, b.alloc_bytes, c.alloc_bytes, "allocated"),
+                  (label, b.peak_scratch_bytes, c.peak_scratch_bytes, "peak scratch")]
+    for label, before, after, what in pairs:
+        if before != after:
+            changes.append(ScratchChange(name, label, what, before, after, trace))
+    return changes
+
+
+def compare_program(name: str, baseline_name: str, base: ProgramProfile, cand: ProgramProfile,
+                    limits: Thresholds) -> ProgramComparison:
+    out = ProgramComparison(name, baseline_name)
+    base_seq, cand_seq = base.sequence(), cand.sequence()
+    cand_trace = cand.traces[0] if cand.traces else ""
+    base_trace = base.traces[0] if base.traces else ""
+    matcher = difflib.SequenceMatcher(None, [l.key for _, l in base_seq], [l.key for _, l in cand_seq],
+                                      autojunk=False)
+    base_place, cand_place = _Placer(base_seq), _Placer(cand_seq)
+    matched: list[tuple[int, int]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            matched += list(zip(range(i1, i2), range(j1, j2)))
+            continue
+        out.sequence += [SequenceChange(name, "removed", base_place(i), base_trace) for i in range(i1, i2)]
+        out.sequence += [SequenceChange(name, "added", cand_place(j), cand_trace) for j in range(j1, j2)]
+    base_counts, cand_counts = _counts(base_seq), _counts(cand_seq)
+    out.counts = {c: (base_counts.get(c, 0), cand_counts.get(c, 0)) for c in sorted(set(base_counts) | set(cand_counts))
+                  if base_counts.get(c, 0) != cand_counts.get(c, 0)}
+    out.scratch = _scratch(name, base, cand, cand_trace)
+    if base.timing_basis != cand.timing_basis:
+        out.timing_note = (f"not timed: the baseline has {base.timing_basis} times, the candidate "
+                           f"{cand.timing_basis} times")
+        return out
+    if min(base.runs, cand.runs) < limits.min_runs:
+        out.timing_note = (f"not timed: timing needs {limits.min_runs} or more runs on each side (profiler steps "
+                           f"or traces); the baseline has {base.runs}, the candidate {cand.runs}")
+        return out
+    for i, j in matched:
+        b, c = base_seq[i][1], cand_seq[j][1]
+        verdict = compare_samples(b.us, c.us, limits) if b.us and c.us else None
+        if verdict is not None:
+            placed = cand_place(j)
+            out.timing.append(TimingChange(name, c.name, placed.scope, placed, verdict, cand_trace))
+    if out.sequence:
+        out.timing_note = "the total device time is not compared: the launch sequence changed"
+    else:
+        verdict = compare_samples(base.total_us, cand.total_us, limits)
+        if verdict is not None:
+            out.timing.append(TimingChange(name, TOTAL, "", None, verdict, cand_trace))
+    return out
+
+
+def _pairs(baseline: Baseline, candidate: dict[str, ProgramProfile]) -> tuple[list[tuple[str, str]], list[str]]:
+    """Which candidate program meets which baseline program: by name, or the only one meets the only one."""
+    if len(baseline.programs) == 1 and len(candidate) == 1:
+        (b,), (c,) = baseline.programs, candidate
+        return [(c, b)], ([] if b == c else [f"the candidate's program {c!r} is compared with the baseline's {b!r}"])
+    pairs = [(c, c) for c in candidate if c in baseline.programs]
+    notes = [f"{c!r} is not in the baseline: not compared" for c in candidate if c not in baseline.programs]
+    notes += [f"the baseline's {b!r} is not among the checked traces" for b in baseline.programs if b not in candidate]
+    return pairs, notes
+
+
+def compare(baseline: Baseline, candidate: dict[str, ProgramProfile], *, baseline_path: str = "",
+            limits: Thresholds | None = None, environment_warnings: list[str] | None = None,
+            strict_env: bool = False) -> BaselineComparison:
+    limits = limits or Thresholds()
+    pairs, notes = _pairs(baseline, candidate)
+    programs = [compare_program(c, b, baseline.programs[b], candidate[c], limits) for c, b in pairs]
+    for name, program in candidate.items():
+        if program.other_sequences:
+            notes.append(f"{name}: {program.other_sequences} run(s) launched another sequence than the other "
+                         f"{program.runs} (data-dependent dispatch): not timed")
+    return BaselineComparison(baseline_path, programs, notes, list(environment_warnings or []), strict_env,
+                              baseline.refresh_command, limits)

@@ -1,0 +1,192 @@
+"""From event tables to a program profile: the launch sequence per scope, with timing samples.
+
+A run is one `ProfilerStep#N` range of a trace (the names table's `profiler-step-range`), or the whole trace
+when it has none. The reference sequence is the one most runs share; only runs with that sequence give
+timing samples, so a data-dependent dispatch never mixes two kernels' times.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernlint.baseline.model import Launch, ProgramProfile, ScopeProfile
+from kernlint.trace.names import named_pattern
+from kernlint.trace.rows import outermost
+from kernlint.trace.scopes import ScopeIndex
+from kernlint.trace.table import DEVICE_KINDS, EventTable
+
+NO_SCOPE = "(no scope)"
+_STEP = re.compile(named_pattern("profiler-step-range"))
+# A Python frame unit is `file.py(LINE): function`: the line moves with every edit above it, the scope does not.
+_FRAME_LINE = re.compile(r"\(\d+\)(?=: )")
+
+
+@dataclass
+class _Element:
+    row: int          # the event (device event, sync call or op)
+    host: int         # the host row that issued it (its launching call, or itself)
+    ts: float         # when it was issued
+    launch: Launch
+
+
+def scope_label(index: ScopeIndex, host_row: int, cache: dict) -> str:
+    key = (int(index.annotation[host_row]), int(index.module[host_row]), int(index.user_frame[host_row]))
+    label = cache.get(key)
+    if label is None:
+        units = index.enclosing_units(host_row)
+        label = cache[key] = _FRAME_LINE.sub("", units[0].label) if units else NO_SCOPE
+    return label
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _elements(table: EventTable, index: ScopeIndex) -> tuple[list[_Element], int, str]:
+    """Every launch and sync of the trace in issue order, the device events with no launching call, and
+    the timing basis."""
+    f = table.frame
+    kind, category = index.kind, index.category
+    dur = f["dur"].to_numpy()
+    on_device = table.has_device_events
+    if on_device:
+        device = np.flatnonzero(np.isin(kind, list(DEVICE_KINDS)))
+        linked = device[index.launcher[device] >= 0]
+        unattributed = len(device) - len(linked)
+        rows = [(int(r), int(index.launcher[r])) for r in linked.tolist()]
+    else:
+        unattributed = 0
+        work = np.flatnonzero((kind == "op") & index.does_work).tolist()
+        rows = [(r, r) for r in outermost(index, work)]
+    syncs = np.flatnonzero((kind == "runtime") & (category == "sync")).tolist()
+    rows += [(r, r) for r in syncs if not index.in_profiler(r)]
+    out = []
+    for row, host in rows:
+        ts = float(index.launch_ts[row]) if kind[row] in DEVICE_KINDS else float(index.ts[row])
+        if not np.isfinite(ts):
+            continue
+        is_sync = kind[row] == "runtime"
+        op = -1 if kind[row] == "op" else int(index.op[row])   # an op element is its own name
+        launch = Launch(pos=0, kind="sync" if is_sync else str(kind[row]), name=str(index.short_name[row]),
+                        category=str(category[row]), op=str(index.name[op]) if op >= 0 else "",
+                        source=_text(index.source[host]),
+                        us=[] if is_sync else [float(dur[row])])
+        out.append(_Element(row, host, ts, launch))
+    out.sort(key=lambda e: (e.ts, e.row))
+    return out, unattributed, "device" if on_device else "host"
+
+
+def _runs(table: EventTable, index: ScopeIndex, elements: list[_Element]) -> list[list[_Element]]:
+    """The elements of each profiler step, or all of them as one run."""
+    names = index.name
+    steps = [r for r in np.flatnonzero(index.kind == "annotation").tolist() if _STEP.match(str(names[r]))]
+    if not steps:
+        return [elements]
+    steps.sort(key=lambda r: index.ts[r])
+    starts = np.array([index.ts[r] for r in steps])
+    ends = np.array([index.end[r] for r in steps])
+    runs: list[list[_Element]] = [[] for _ in steps]
+    for e in elements:
+        i = int(starts.searchsorted(e.ts, "right")) - 1
+        if i >= 0 and e.ts < ends[i]:
+            runs[i].append(e)
+    return [run for run in runs if run]
+
+
+def _allocations(table: EventTable, index: ScopeIndex, start: float, stop: float, labels: dict
+                 ) -> tuple[dict[str, tuple[int, int]], tuple[int, int]]:
+    """Per scope and for the whole run: (bytes allocated, peak bytes live at once) of the allocations made
+    in [start, stop)."""
+    f = table.frame
+    allocs = np.flatnonzero((index.kind == "alloc") & (index.ts >= start) & (index.ts < stop))
+    if not len(allocs):
+        return {}, (0, 0)
+    nbytes = f["bytes"].to_numpy()
+    paired = f["paired"].to_numpy()
+    changes: dict[str, list[tuple[float, int]]] = {}
+    every: list[tuple[float, int]] = []
+    for a in allocs.tolist():
+        size = int(nbytes[a])
+        if size <= 0:
+            continue
+        label = scope_label(index, a, labels)
+        events = [(float(index.ts[a]), size)]
+        free = int(paired[a])
+        if free >= 0 and index.ts[free] < stop:
+            events.append((float(index.ts[free]), -size))
+        changes.setdefault(label, []).extend(events)
+        every.extend(events)
+
+    def totals(events: list[tuple[float, int]]) -> tuple[int, int]:
+        events.sort(key=lambda e: (e[0], e[1]))   # a free at the same instant goes first
+        live = np.cumsum([d for _, d in events])
+        return sum(d for _, d in events if d > 0), int(live.max(initial=0))
+
+    return {label: totals(events) for label, events in changes.items()}, totals(every)
+
+
+def profile_program(tables: list[EventTable]) -> ProgramProfile:
+    """One program's profile from its traces (repeated runs of it: several traces, or several steps)."""
+    runs: list[tuple[EventTable, ScopeIndex, list[_Element], dict]] = []
+    unattributed = 0
+    bases = set()
+    for table in tables:
+        index = ScopeIndex.of(table)
+        elements, lost, basis = _elements(table, index)
+        unattributed += lost
+        bases.add(basis)
+        labels: dict = {}
+        runs += [(table, index, run, labels) for run in _runs(table, index, elements)]
+    basis = "device" if bases == {"device"} else "host"
+    if not runs:
+        return ProgramProfile(runs=0, timing_basis=basis, traces=[t.path for t in tables], unattributed=unattributed)
+    keys = [tuple(e.launch.key for e in run) for _, _, run, _ in runs]
+    reference_key, _ = Counter(keys).most_common(1)[0]
+    reference = [r for r, k in zip(runs, keys) if k == reference_key]
+    table, index, first, labels = reference[0]
+    scopes: dict[str, ScopeProfile] = {}
+    total_us = []
+    for _, _, run, _ in reference:
+        total_us.append(round(sum(e.launch.us[0] for e in run if e.launch.us), 3))
+    for pos, element in enumerate(first):
+        samples = [round(run[pos].launch.us[0], 3) for _, _, run, _ in reference if run[pos].launch.us]
+        launch = Launch(pos=pos, kind=element.launch.kind, name=element.launch.name, category=element.launch.category,
+                        op=element.launch.op, source=element.launch.source, us=samples)
+        label = scope_label(index, element.host, labels)
+        scope = scopes.setdefault(label, ScopeProfile(launches=[], counts={}))
+        scope.launches.append(launch)
+        scope.counts[launch.category] = scope.counts.get(launch.category, 0) + 1
+    start, stop = _run_span(index, first)
+    per_scope, (alloc_bytes, peak) = _allocations(table, index, start, stop, labels)
+    for label, (allocated, scope_peak) in per_scope.items():
+        scope = scopes.setdefault(label, ScopeProfile(launches=[], counts={}))
+        scope.alloc_bytes, scope.peak_scratch_bytes = allocated, scope_peak
+    return ProgramProfile(runs=len(reference), timing_basis=basis, scopes=dict(sorted(scopes.items())),
+                          total_us=total_us, alloc_bytes=alloc_bytes, peak_scratch_bytes=peak,
+                          traces=sorted({t.path for t in tables}), other_sequences=len(runs) - len(reference),
+                          unattributed=unattributed)
+
+
+def _run_span(index: ScopeIndex, run: list[_Element]) -> tuple[float, float]:
+    """The host interval of a run: its profiler step when it has one, else the whole trace."""
+    names = index.name
+    for r in np.flatnonzero(index.kind == "annotation").tolist():
+        if _STEP.match(str(names[r])) and index.ts[r] <= run[0].ts < index.end[r]:
+            return float(index.ts[r]), float(index.end[r])
+    return -np.inf, np.inf
+
+
+def program_name(table: EventTable) -> str:
+    """How a trace's program is named in a baseline: by its rank, so that rank 3 meets rank 3."""
+    return "trace" if table.meta.rank is None else f"rank {table.meta.rank}"
+
+
+def profile_traces(tables: list[EventTable]) -> dict[str, ProgramProfile]:
+    """The traces' programs by rank: the traces of one rank are repeated runs of one program."""
+    by_program: dict[str, list[EventTable]] = {}
+    for table in tables:
+        by_program.setdefault(program_name(table), []).append(table)
+    return {name: profile_program(group) for name, group in sorted(by_program.items())}

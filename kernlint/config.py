@@ -1,0 +1,420 @@
+"""Configuration files: `kernlint.toml` (keys at the top level) or `pyproject.toml` (`[tool.kernlint]`).
+
+Found like ruff finds its own: in each folder from the working directory upward, `kernlint.toml` wins over
+`pyproject.toml`, and a `pyproject.toml` without a `[tool.kernlint]` table is passed over. The keys mirror
+the command-line flags (kebab-case); docs/configuration.md lists every one.
+
+This module returns data and raises the typed errors of kernlint.errors (ConfigError, with file and line);
+unknown keys are not errors but `ConfigWarning`s in the result. It prints nothing: the CLI does.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import tomllib
+
+from kernlint.baseline.model import Thresholds
+from kernlint.errors import ConfigError
+
+CONFIG_FILE = "kernlint.toml"
+PYPROJECT = "pyproject.toml"
+PYPROJECT_TABLE = ("tool", "kernlint")
+SEVERITIES = ("info", "warning", "error")
+
+# Every top-level key: what it is (checked by _convert), and the flag it mirrors (None: a table).
+KEYS: dict[str, tuple[str, str | None]] = {
+    "rules": ("path-list", "--rules"),
+    "no-builtin": ("bool", "--no-builtin"),
+    "select": ("selector-list", "--select"),
+    "extend-select": ("selector-list", "--extend-select"),
+    "ignore": ("selector-list", "--ignore"),
+    "fail-on": ("severity", "--fail-on"),
+    "allow-incomplete": ("bool", "--allow-incomplete"),
+    "max-trace-bytes": ("size", "--max-trace-bytes"),
+    "format": ("format", "--format"),
+    "output": ("path", "--output"),
+    "exit-zero": ("bool", "--exit-zero"),
+    "baseline": ("path", "--baseline"),
+    "severity": ("severity-table", None),
+    "thresholds": ("thresholds-table", None),
+}
+# The rule selection is resolved in layers (config, then command line), as ruff does: not a plain default.
+SELECTION_KEYS = ("select", "extend-select", "ignore")
+# Keys whose click parameter is not the key in snake_case.
+_PARAM_NAMES = {"rules": "rule_paths", "format": "fmt"}
+
+
+def param_name(key: str) -> str:
+    """The click parameter a config key gives the default of: `fail-on` -> `fail_on`, `rules` -> `rule_paths`."""
+    return _PARAM_NAMES.get(key, key.replace("-", "_"))
+
+
+THRESHOLD_KEYS = tuple(f.encode_name for f in msgspec.structs.fields(Thresholds))
+
+
+@dataclass(frozen=True)
+class ConfigWarning:
+    """Something in a config file that is ignored (an unknown key): the CLI shows it on stderr."""
+
+    path: str
+    line: int | None
+    problem: str
+
+    def one_line(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where}: {self.problem}"
+
+
+@dataclass(frozen=True)
+class Config:
+    """A loaded config file, or none (path None).
+
+    values: the keys given, by their kebab-case name, checked and converted (paths absolute, sizes in bytes),
+        [severity] and [thresholds] apart.
+    severity: rule id or name (as written) -> severity, from [severity].
+    thresholds: [thresholds], with the defaults for keys not given.
+    """
+
+    path: Path | None = None
+    display: str | None = None            # the path as messages show it (relative to the working directory)
+    table: str | None = None              # "[tool.kernlint]", or None for a kernlint.toml's top level
+    values: dict[str, Any] = field(default_factory=dict)
+    severity: dict[str, str] = field(default_factory=dict)
+    thresholds: Thresholds = Thresholds()
+    warnings: tuple[ConfigWarning, ...] = ()
+    lines: dict[str, int] = field(default_factory=dict)   # "select", "severity.KL002", "thresholds.alpha"
+    how: str = "no config file found"                     # how it was chosen, for `-v`
+
+    def line_of(self, key: str) -> int | None:
+        """The line of a key given as `select` or `severity.KL002` (the table's line when it is inline)."""
+        if key in self.lines:
+            return self.lines[key]
+        below = [n for k, n in self.lines.items() if k.startswith(key + ".")]   # `[key.sub]` or `key.sub = `
+        if below:
+            return min(below)
+        parts = key.split(".", 1)
+        return self.lines.get(parts[0]) if len(parts) > 1 else None
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(self.display, problem, self.line_of(key))
+
+
+# -- finding the file ------------------------------------------------------------------------------------
+
+
+def _has_kernlint_table(path: Path) -> bool:
+    text = _read(path)
+    if "kernlint" not in text:  # never parse (nor fail on) a pyproject.toml that cannot concern us
+        return False
+    tool = _parse(path, text).get("tool")
+    return isinstance(tool, dict) and "kernlint" in tool
+
+
+def find_config(start: Path) -> Path | None:
+    """The config file that applies in `start`: in `start` and each folder above it, kernlint.toml, else a
+    pyproject.toml with a [tool.kernlint] table; None if there is none."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        own = folder / CONFIG_FILE
+        if own.is_file():
+            return own
+        pyproject = folder / PYPROJECT
+        if pyproject.is_file() and _has_kernlint_table(pyproject):
+            return pyproject
+    return None
+
+
+def resolve_config(explicit: str | Path | None = None, *, isolated: bool = False, cwd: Path | None = None,
+                   formats: Iterable[str] | None = None) -> Config:
+    """The config of this invocation: `explicit` (--config), none (--isolated), or the one found upward from
+    `cwd` (default: the working directory)."""
+    if explicit is not None and isolated:
+        raise ConfigError(None, "--config and --isolated cannot be combined (--isolated ignores every config "
+                                "file)")
+    if isolated:
+        return Config(how="config files ignored (--isolated)")
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(path, "no such config file" if not path.exists() else "not a config file")
+        return load_config(path, formats=formats, how="given with --config")
+    cwd = cwd or Path.cwd()
+    found = find_config(cwd)
+    if found is None:
+        return Config(how=f"no {CONFIG_FILE} or pyproject.toml with [tool.kernlint] in {cwd} or above")
+    return load_config(found, formats=formats, how="found from the working directory upward")
+
+
+# -- reading and checking it -----------------------------------------------------------------------------
+
+
+def _display(path: Path) -> str:
+    """`path` relative to the working directory when it lies below it, else absolute."""
+    absolute = path.absolute()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(_display(path), f"cannot read config file: {getattr(exc, 'strerror', None) or exc}"
+                          ) from None
+
+
+_TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+
+
+def _parse(path: Path, text: str) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = _TOML_LINE.search(str(exc))
+        raise ConfigError(_display(path), f"invalid TOML: {_TOML_LINE.sub('', str(exc)).strip()}",
+                          int(m.group(1)) if m else None) from None
+    except (RecursionError, MemoryError):  # tomllib parses nested arrays and tables by recursion
+        raise ConfigError(_display(path), "invalid TOML: arrays or tables nested too deeply to read") from None
+
+
+_KEY_PART = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
+_DOTTED = rf"{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*"
+_HEADER = re.compile(rf"^\s*\[\[?\s*({_DOTTED})\s*\]\]?\s*(?:#.*)?$")
+_ASSIGN = re.compile(rf"^\s*({_DOTTED})\s*=")
+
+
+def _key_parts(dotted: str) -> tuple[str, ...]:
+    return tuple(p[1:-1] if p[:1] in "\"'" else p for p in re.findall(_KEY_PART, dotted))
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Line (1-based) of every table header and `key =` in a TOML text, by the full key path: enough to
+    point a message at a key. A key inside a multi-line string is not mistaken for one."""
+    lines: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    in_string: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if in_string:
+            if line.count(in_string) % 2 == 1:
+                in_string = None
+            continue
+        header = _HEADER.match(line)
+        if header:
+            table = _key_parts(header.group(1))
+            lines.setdefault(table, number)
+            continue
+        assign = _ASSIGN.match(line)
+        if assign:
+            lines.setdefault(table + _key_parts(assign.group(1)), number)
+            rest = line[assign.end():]
+            for quotes in ('"""', "'''"):
+                if rest.count(quotes) % 2 == 1:
+                    in_string = quotes
+    return lines
+
+
+def _type_name(value: object) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+             dict: "a table"}
+    return next((n for t, n in names.items() if isinstance(value, t)), type(value).__name__)
+
+
+def parse_size(value: object) -> int:
+    """A size in bytes: a whole number, or a number with a suffix K, M, G or T (powers of 1024, an optional
+    trailing B or iB: 512M, 4G, 1.5GiB). ValueError says what is wrong."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size (bytes, or 512M, 4G), got {_type_name(value)}")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str):
+        m = _SIZE.fullmatch(value)
+        if not m:
+            raise ValueError(f"{value!r} is not a size: give bytes, or a number with K, M, G or T (512M, 4G)")
+        number = int(Fraction(m.group(1)) * _UNITS[(m.group(2) or "").lower()])
+    else:
+        raise ValueError(f"expected a size (bytes, or 512M, 4G), got {_type_name(value)}")
+    if number <= 0:
+        raise ValueError(f"{value!r}: the size must be above zero")
+    return number
+
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*(?:([kmgt])(?:i?b)?|b)?\s*", re.IGNORECASE)
+
+
+def _unknown(key: str, known: Iterable[str], where: str) -> str:
+    known = list(known)
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if key.replace("_", "-") in known:
+        close = [key.replace("_", "-")]
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return f"unknown key '{key}' {where}{hint} (known: {', '.join(known)})"
+
+
+def load_config(path: str | Path, *, formats: Iterable[str] | None = None, how: str = "") -> Config:
+    """Read and check one config file: a pyproject.toml's [tool.kernlint] table, or any other file's top
+    level. Relative paths in it are taken from the file's folder. `formats`: the output formats --format
+    takes (not checked when None)."""
+    path = Path(path)
+    display = _display(path)
+    text = _read(path)
+    data = _parse(path, text)
+    lines_by_path = key_lines(text)
+    if path.name == PYPROJECT:
+        prefix = PYPROJECT_TABLE
+        tool = data.get("tool")
+        section = tool.get("kernlint") if isinstance(tool, dict) else None
+        if section is None:
+            raise ConfigError(display, "no [tool.kernlint] table in this pyproject.toml")
+        table_name = "[tool.kernlint]"
+    else:
+        prefix, section, table_name = (), data, None
+    if not isinstance(section, dict):
+        raise ConfigError(display, f"[tool.kernlint] must be a table, not {_type_name(section)}",
+                          lines_by_path.get(prefix))
+    # Line numbers by the key's name below the kernlint table: "select", "severity.KL002".
+    lines = {".".join(p[len(prefix):]): n for p, n in lines_by_path.items() if p[:len(prefix)] == prefix and
+             len(p) > len(prefix)}
+    config = Config(path=path, display=display, table=table_name, lines=lines, how=how)
+    where = f"in {table_name}" if table_name else f"in {path.name}"
+    warnings: list[ConfigWarning] = []
+    values: dict[str, Any] = {}
+    severity: dict[str, str] = {}
+    thresholds = Thresholds()
+    base = path.absolute().parent
+    for key, value in section.items():
+        if key not in KEYS:
+            problem = _unknown(key, KEYS, where)
+            if key == "tool" and table_name is None:
+                problem += f"; {path.name} takes its keys at the top level, without [tool.kernlint]"
+            warnings.append(ConfigWarning(display, config.line_of(key), problem))
+            continue
+        kind = KEYS[key][0]
+        if kind == "severity-table":
+            severity = _severity_table(config, value)
+        elif kind == "thresholds-table":
+            thresholds, more = _thresholds_table(config, value, table_name)
+            warnings += more
+        else:
+            values[key] = _convert(config, key, kind, value, base, formats)
+    return Config(path=path, display=display, table=table_name, values=values, severity=severity,
+                  thresholds=thresholds, warnings=tuple(warnings), lines=lines, how=how)
+
+
+def _convert(config: Config, key: str, kind: str, value: object, base: Path,
+             formats: Iterable[str] | None) -> object:
+    def fail(expected: str) -> ConfigError:
+        return config.error(key, f"{key}: expected {expected}, got {_type_name(value)}"
+                            + (f" {value!r}" if isinstance(value, (str, int, float)) else ""))
+
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise fail("true or false")
+        return value
+    if kind in ("path-list", "selector-list"):
+        what = "rule files or folders" if kind == "path-list" else "rule ids, prefixes, names or ALL"
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise fail(f"an array of strings ({what})")
+        if any(not v.strip() for v in value):
+            raise config.error(key, f"{key}: an empty string is not one of {what}")
+        if kind == "path-list":
+            return tuple(base / v for v in value)
+        return tuple(v.strip() for v in value)
+    if kind == "path":
+        if not isinstance(value, str) or not value.strip():
+            raise fail("a path (a string)")
+        return base / value
+    if kind == "severity":
+        if value not in SEVERITIES:
+            raise fail(f"one of {', '.join(SEVERITIES)}")
+        return value
+    if kind == "size":
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            raise config.error(key, f"{key}: {exc}") from None
+    if kind == "format":
+        known = list(formats) if formats is not None else None
+        if not isinstance(value, str) or (known is not None and value not in known):
+            raise fail(f"one of {', '.join(known)}" if known else "an output format name")
+        return value
+    raise AssertionError(kind)  # pragma: no cover - every kind of KEYS is handled above
+
+
+def _severity_table(config: Config, value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise config.error("severity", f"severity: expected a table (rule id = \"error\"), got "
+                                       f"{_type_name(value)}")
+    out = {}
+    for rule, severity in value.items():
+        if severity not in SEVERITIES:
+            shown = f" {severity!r}" if isinstance(severity, (str, int, float)) else ""
+            raise config.error(f"severity.{rule}", f"[severity] {rule}: expected one of {', '.join(SEVERITIES)}, "
+                                                   f"got {_type_name(severity)}{shown}")
+        out[rule] = severity
+    return out
+
+
+# (check, what it must be) for each threshold.
+_THRESHOLD_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
+    "alpha": (lambda v: 0 < v < 1, "a number between 0 and 1 (exclusive)"),
+    "min-effect": (lambda v: v > 0, "a fraction above 0 (0.01 is 1 %)"),
+    "noise-multiple": (lambda v: v > 0, "a number above 0"),
+    "min-runs": (lambda v: v >= 2, "an integer of at least 2"),
+    "min-effect-us": (lambda v: v >= 0, "a number of microseconds, 0 or more"),
+    "confidence": (lambda v: 0 < v < 1, "a number between 0 and 1 (exclusive)"),
+}
+
+
+def _thresholds_table(config: Config, value: object, table_name: str | None
+                      ) -> tuple[Thresholds, list[ConfigWarning]]:
+    if not isinstance(value, dict):
+        raise config.error("thresholds", f"thresholds: expected a table, got {_type_name(value)}")
+    where = f"in [{table_name[1:-1]}.thresholds]" if table_name else "in [thresholds]"
+    warnings = []
+    given = {}
+    for key, number in value.items():
+        if key not in THRESHOLD_KEYS:
+            warnings.append(ConfigWarning(config.display, config.line_of(f"thresholds.{key}"),
+                                          _unknown(key, THRESHOLD_KEYS, where)))
+            continue
+        check, expected = _THRESHOLD_RULES[key]
+        integer = key == "min-runs"
+        good_type = (isinstance(number, int) if integer else isinstance(number, (int, float))) \
+            and not isinstance(number, bool)
+        if not good_type or not math.isfinite(number) or not check(number):
+            shown = f" {number!r}" if isinstance(number, (str, int, float)) else ""
+            raise config.error(f"thresholds.{key}", f"[thresholds] {key}: expected {expected}, got "
+                                                    f"{_type_name(number)}{shown}")
+        given[key] = number if integer else float(number)
+    return msgspec.convert(given, Thresholds), warnings
+
+
+def described(config: Config) -> str:
+    """One line for `-v`: which config file applies and what it sets."""
+    if config.path is None:
+        return f"config: none ({config.how})"
+    keys = sorted(config.values) + (["[severity]"] if config.severity else []) + \
+        (["[thresholds]"] if "thresholds" in config.lines else [])
+    table = f" {config.table}" if config.table else ""
+    return f"config: {config.display}{table} ({config.how}); sets {', '.join(keys) or 'nothing'}"
+
+
+def as_mapping(config: Config) -> Mapping[str, Any]:
+    """Every value the config gives, by click parameter name (for a command's default_map)."""
+    return {param_name(k): v for k, v in config.values.items() if k not in SELECTION_KEYS}
+
+
+__all__ = ["CONFIG_FILE", "Config", "ConfigWarning", "KEYS", "PYPROJECT", "SELECTION_KEYS", "THRESHOLD_KEYS",
+           "Thresholds", "as_mapping", "described", "find_config", "key_lines", "load_config", "param_name",
+           "parse_size", "resolve_config"]

@@ -1,0 +1,231 @@
+"""JUnit XML for CI test reports: a test suite per trace, a test case per rule verdict.
+
+A failed rule is a `<failure type="SEVERITY">` whose text lists every finding (message, scope, source line,
+cost); a rule that does not apply is `<skipped>`; a verdict that could not be reached on a damaged trace is
+an `<error type="incomplete">`, never a pass; an input that could not be read is a test case with an
+`<error type="unreadable">`. `kernlint audit` renders one test case per workload (or, with --replay, per
+recorded case). Built with xml.etree; what a trace holds is shown with control characters visible
+(kernlint.report.safe), so the XML is well-formed whatever the kernel, scope or file names are.
+"""
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+from pathlib import PurePath
+
+from kernlint.report.model import CheckResult, clean_finding, sorted_findings
+from kernlint.report.safe import printable
+from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_NOT_APPLICABLE, STATUS_PASSED
+
+_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
+# What XML 1.0 cannot hold and `printable` leaves: lone surrogates and the two non-characters U+FFFE/U+FFFF.
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+_TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".gz")
+_CLASS_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def _line(value: object) -> str:
+    """One line of text that XML 1.0 can hold, control characters (newlines too) shown visibly."""
+    return _NOT_XML.sub("\ufffd", printable(value))
+
+
+def _lines(lines: list[str]) -> str:
+    """Several lines, each made inert; the newlines between them stay."""
+    return "\n".join(_line(line) for line in lines)
+
+
+def _counted(element: ET.Element, cases: list[ET.Element]) -> ET.Element:
+    """Set tests/failures/errors/skipped from the test cases' children."""
+    kinds = [child.tag for case in cases for child in case if child.tag in ("failure", "error", "skipped")]
+    element.set("tests", str(len(cases)))
+    for tag, attribute in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+        element.set(attribute, str(kinds.count(tag)))
+    return element
+
+
+def _suite(parent: ET.Element, name: str, cases: list[ET.Element], properties: list[tuple[str, str]] = ()
+           ) -> ET.Element:
+    suite = _counted(ET.SubElement(parent, "testsuite", {"name": _line(name)}), cases)
+    if properties:
+        props = ET.SubElement(suite, "properties")
+        for key, value in properties:
+            ET.SubElement(props, "property", {"name": _line(key), "value": _line(value)})
+    suite.extend(cases)
+    return suite
+
+
+def _case(classname: str, name: str, time: float | None = None) -> ET.Element:
+    case = ET.Element("testcase", {"classname": _line(classname), "name": _line(name)})
+    if time is not None:
+        case.set("time", f"{time:.3f}")
+    return case
+
+
+def _classname(report) -> str:
+    """`kernlint.<trace>`: the trace's file name without its suffixes, and its rank where it has one."""
+    name = PurePath(str(report.trace)).name or str(report.trace)
+    for suffix in _TRACE_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    part = _CLASS_UNSAFE.sub("_", name).strip("_") or "trace"
+    if report.rank is not None and not re.search(rf"rank[-_]?{report.rank}$", part):
+        part += f"_rank{report.rank}"
+    return f"kernlint.{part}"
+
+
+def _number(value) -> float | None:
+    """A finite number, or None: a missing cost may come as None, NaN, pandas NA or ""."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and type(value).__module__ != "numpy":
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _duration(us: float) -> str:
+    for limit, unit, scale in ((1e3, "µs", 1.0), (1e6, "ms", 1e3)):
+        if abs(us) < limit:
+            return f"{us / scale:.1f} {unit}"
+    return f"{us / 1e6:.2f} s"
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB"):
+        if abs(value) < 1024:
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def _finding_lines(f) -> list[str]:
+    f = clean_finding(f)
+    lines = [f"{f.severity}: {f.message}", f"  scope: {f.scope}"]
+    if f.source:
+        lines.append(f"  source: {f.source}" + (f" ({f.function})" if f.function else ""))
+    else:
+        lines.append("  source: not recorded (the trace has no Python stacks)")
+    event = f"  event: {f.event} ({f.event_kind}, {f.event_category})"
+    if f.launch_op:
+        event += f" launched by {f.launch_op}"
+    if f.top_op and f.top_op != f.launch_op:
+        event += f" under {f.top_op}"
+    lines.append(event)
+    cost = []
+    device_us, allocated = _number(f.device_us), _number(f.bytes)
+    if device_us is not None:
+        cost.append(f"{_duration(device_us)} device time")
+    if allocated is not None:
+        cost.append(f"{_size(int(allocated))} allocated")
+    lines.append("  cost: " + (", ".join(cost) if cost else "not recorded"))
+    lines.append(f"  trace: {f.trace}" + (f", rank {f.rank}" if f.rank is not None else ""))
+    return lines
+
+
+def _outcome_case(report, outcome) -> ET.Element:
+    case = _case(_classname(report), f"{outcome.rule} {outcome.name}")
+    findings = sorted_findings(outcome.findings)
+    text = [line for f in findings for line in _finding_lines(f)]
+    if outcome.note:
+        text.append(f"note: {outcome.note}")
+    if outcome.status == STATUS_FAILED:
+        if findings:
+            message = f"{len(findings)} finding(s): {clean_finding(findings[0]).message}" + \
+                (" ..." if len(findings) > 1 else "")
+        else:
+            message = outcome.reason or "failed"
+        ET.SubElement(case, "failure", {"message": _line(message), "type": _line(outcome.severity)}).text = \
+            _lines(text)
+    elif outcome.status == STATUS_NOT_APPLICABLE:
+        ET.SubElement(case, "skipped", {"message": _line(outcome.reason or "not applicable")})
+    elif outcome.status == STATUS_PASSED:
+        if text:   # info-level findings below the rule's severity, or a note
+            ET.SubElement(case, "system-out").text = _lines(text)
+    else:   # incomplete, or a status this renderer does not know: never a pass
+        error = ET.SubElement(case, "error", {
+            "message": _line(outcome.reason or f"verdict {outcome.status}"),
+            "type": STATUS_INCOMPLETE if outcome.status == STATUS_INCOMPLETE else _line(outcome.status)})
+        damage = [f"damage: {d}" for d in getattr(report, "damage", None) or []]
+        error.text = _lines(text + damage)
+    return case
+
+
+def _report_properties(report) -> list[tuple[str, str]]:
+    props = [("events", str(report.events)), ("has_device_events", str(report.has_device_events).lower()),
+             ("has_stacks", str(report.has_stacks).lower())]
+    if report.rank is not None:
+        props.append(("rank", str(report.rank)))
+    if report.ranks is not None:
+        props.append(("ranks", ", ".join(str(r) for r in report.ranks)))
+    props += [("note", n) for n in report.notes]
+    props += [("damage", d) for d in getattr(report, "damage", None) or []]
+    return props
+
+
+def _document(root: ET.Element) -> str:
+    ET.indent(root)
+    return _DECLARATION + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def render(result: CheckResult) -> str:
+    root = ET.Element("testsuites", {"name": "kernlint"})
+    suites = []
+    for report in result.reports:
+        cases = [_outcome_case(report, o) for o in report.outcomes]
+        suites.append(cases)
+        _suite(root, report.trace, cases, _report_properties(report))
+    if result.unreadable:
+        cases = []
+        for path, reason in result.unreadable:
+            case = _case("kernlint.unreadable", path)
+            ET.SubElement(case, "error", {"message": _line(f"could not be read: {reason}"), "type": "unreadable"}
+                          ).text = _line(f"{path} was not checked: {reason}")
+            cases.append(case)
+        suites.append(cases)
+        _suite(root, "unreadable inputs", cases)
+    _counted(root, [case for cases in suites for case in cases])
+    return _document(root)
+
+
+def render_audit(run) -> str:
+    """One test case per workload: its problems (a verdict other than the expected one) are a failure."""
+    root = ET.Element("testsuites", {"name": "kernlint audit"})
+    cases = []
+    for v in run.verdicts:
+        name = v.workload.name + (" (regressed)" if v.workload.regressed else "")
+        case = _case(f"kernlint.audit.{_CLASS_UNSAFE.sub('_', v.device)}", name, v.seconds)
+        verdicts = [f"{o.rule}: {o.status}" + (f" ({o.reason})" if o.reason else "")
+                    for o in (v.report.outcomes if v.report else [])]
+        if v.problems:
+            ET.SubElement(case, "failure", {"message": _line(v.problems[0]), "type": "unexpected-verdict"}).text = \
+                _lines(v.problems + ["verdicts:"] + [f"  {line}" for line in verdicts])
+        elif verdicts:
+            ET.SubElement(case, "system-out").text = _lines(verdicts)
+        cases.append(case)
+    suite = _suite(root, f"kernlint audit on {run.device}", cases,
+                   [(str(k), str(val)) for k, val in sorted((run.metadata or {}).items(), key=lambda kv: str(kv[0]))])
+    suite.set("time", f"{run.seconds:.3f}")
+    everything = list(cases)
+    baseline = getattr(run, "baseline_report", None)   # the workloads against --baseline, where given
+    if baseline is not None:
+        baseline_cases = [_outcome_case(baseline, o) for o in baseline.outcomes]
+        _suite(root, f"baseline: {baseline.trace}", baseline_cases, _report_properties(baseline))
+        everything += baseline_cases
+    _counted(root, everything)
+    return _document(root)
+
+
+def render_replay(result) -> str:
+    """One test case per recorded case: a verdict other than the expected one is a failure."""
+    root = ET.Element("testsuites", {"name": "kernlint replay"})
+    cases = []
+    for r in result.results:
+        case = _case(f"kernlint.cases.{_CLASS_UNSAFE.sub('_', r.case.rule)}", r.case.spec.name)
+        if r.problems:
+            ET.SubElement(case, "failure", {"message": _line(r.problems[0]), "type": "unexpected-verdict"}).text = \
+                _lines(r.problems)
+        cases.append(case)
+    _suite(root, "recorded cases", cases)
+    _counted(root, cases)
+    return _document(root)

@@ -1,0 +1,277 @@
+"""SARIF 2.1.0 log (GitHub code scanning, IDE viewers): one result per finding, at the launching file:line.
+
+One run. `tool.driver.rules` holds every selected rule with its documentation (What it does / Why is this
+bad? / Example / Use instead / References). Each finding is a result at the user Python line that launched
+it (`source`); for a trace recorded without stacks it points at the trace file instead, with no region.
+`partialFingerprints["kernlintFingerprint/v1"]` is the finding's baseline fingerprint. What the check could
+not do is in `invocations[0]`: `executionSuccessful` is false and `toolExecutionNotifications` names each
+incomplete (trace, rule) verdict and each input that could not be read. Every string from a trace shows
+control characters visibly (kernlint.report.safe); no number is NaN.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from urllib.parse import quote
+
+from kernlint import __version__
+from kernlint.report.model import CheckResult, clean_finding, sorted_findings
+from kernlint.report.safe import json_safe, present, printable
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+FINGERPRINT_KEY = "kernlintFingerprint/v1"
+
+_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:/")
+# Characters kept as they are in a relative path; ":" is not among them, as a relative reference whose
+# first segment holds one would read as a URI scheme.
+_PATH_SAFE = "/!$&'()*+,;=@"
+
+
+def _line(value: object) -> str:
+    """One line of inert text: control characters, newlines included, shown visibly; lone surrogates
+    (which no UTF-8 reader accepts) replaced."""
+    return _SURROGATE.sub("\ufffd", printable(value))
+
+
+def _block(value: object) -> str:
+    """Inert text that keeps its line breaks (rule documentation)."""
+    text = "" if present(value) is None else str(value)
+    return "\n".join(_line(part) for part in text.replace("\r\n", "\n").split("\n"))
+
+
+def _uri(path: str) -> str:
+    """A path as a URI reference: relative paths stay relative (POSIX separators, percent-encoded),
+    absolute ones become file:// URIs."""
+    posix = path.replace("\\", "/")
+    if _WINDOWS_DRIVE.match(posix):
+        return "file:///" + posix[:2] + quote(posix[2:], safe=_PATH_SAFE)
+    if posix.startswith("/"):
+        return "file://" + quote(posix, safe=_PATH_SAFE)
+    while posix.startswith("./"):
+        posix = posix[2:]
+    return quote(posix, safe=_PATH_SAFE)
+
+
+def _source_location(source: str | None) -> tuple[str, int] | None:
+    """(file, line) from a finding's `path/file.py:123`; the last colon splits, so paths with colons survive.
+    None when the trace had no stacks or the source is not a file and a line."""
+    if not source:
+        return None
+    file, _, line = source.rpartition(":")
+    if not file or not line.isdigit() or int(line) < 1:
+        return None
+    return file, int(line)
+
+
+def _fence(code: str) -> str:
+    """A Markdown code block that the code cannot close early."""
+    longest = max((len(m) for m in re.findall(r"`+", code)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}python\n{code}\n{ticks}"
+
+
+def _help(rule) -> dict:
+    d = rule.spec.docs
+    sections = [("What it does", d.what_it_does), ("Why is this bad?", d.why_is_this_bad),
+                ("Example", d.example), ("Use instead", d.use_instead)]
+    references = [_line(r) for r in d.references]
+    text = [f"{_line(rule.id)} {_line(rule.name)} ({_line(rule.severity)})", "", _block(rule.spec.summary.strip())]
+    markdown = [_block(rule.spec.summary.strip())]
+    for heading, body in sections:
+        body = _block(body.strip())
+        text += ["", heading, body]
+        markdown += ["", f"## {heading}", _fence(body) if heading in ("Example", "Use instead") else body]
+    if references:
+        text += ["", "References", *[f"- {r}" for r in references]]
+        markdown += ["", "## References", *[f"- {r}" for r in references]]
+    return {"text": "\n".join(text), "markdown": "\n".join(markdown)}
+
+
+def _descriptor(rule) -> dict:
+    tags = list(dict.fromkeys(_line(t) for t in rule.spec.tags))   # unique, in the rule file's order
+    return {
+        "id": _line(rule.id),
+        "name": _line(rule.name),
+        "shortDescription": {"text": _line(rule.spec.summary.strip())},
+        "fullDescription": {"text": _block(rule.spec.docs.what_it_does.strip())},
+        "help": _help(rule),
+        "defaultConfiguration": {"level": _LEVEL.get(rule.severity, "warning")},
+        "properties": {"tags": tags, "checkType": _line(rule.spec.check.type)},
+    }
+
+
+def _duration(us: float) -> str:
+    for limit, unit, scale in ((1e3, "µs", 1.0), (1e6, "ms", 1e3)):
+        if abs(us) < limit:
+            return f"{us / scale:.1f} {unit}"
+    return f"{us / 1e6:.2f} s"
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB"):
+        if abs(value) < 1024:
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def _number(value) -> float | None:
+    """A finite number, or None: a missing cost may come as None, NaN, pandas NA or ""."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and type(value).__module__ != "numpy":
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _whole(value) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
+
+
+def _cost(f) -> str | None:
+    parts = []
+    device_us, allocated = _number(f.device_us), _number(f.bytes)
+    if device_us is not None:
+        parts.append(f"{_duration(device_us)} device time")
+    if allocated is not None:
+        parts.append(f"{_size(int(allocated))} allocated")
+    return ", ".join(parts) or None
+
+
+def _message(f) -> str:
+    where = [f"scope: {f.scope}", f"event: {f.event}"]
+    cost = _cost(f)
+    if cost:
+        where.append(f"cost: {cost}")
+    where.append(f"trace: {f.trace}" + (f", rank {f.rank}" if f.rank is not None else ""))
+    return _line(f"{f.message} [{'; '.join(where)}]")
+
+
+def _artifact(path: str) -> dict:
+    return {"artifactLocation": {"uri": _uri(path)}}
+
+
+def _location(f) -> dict:
+    at = _source_location(f.source)
+    if at is not None:
+        physical = {"artifactLocation": {"uri": _uri(at[0])}, "region": {"startLine": at[1]}}
+    else:
+        physical = _artifact(f.trace)
+    logical = [{"name": _line(f.scope), "kind": "scope"}] if f.scope else []
+    if f.function:
+        logical.append({"name": _line(f.function), "kind": "function"})
+    location = {"physicalLocation": physical}
+    if logical:
+        location["logicalLocations"] = logical
+    return location
+
+
+def _properties(f) -> dict:
+    values = {"traceFile": f.trace, "rank": f.rank, "event": f.event, "eventKind": f.event_kind,
+              "eventCategory": f.event_category, "launchOp": f.launch_op, "topOp": f.top_op, "anchor": f.anchor,
+              "source": f.source, "function": f.function, "deviceTimeUs": _number(f.device_us),
+              "bytes": _whole(f.bytes), "timestampUs": _number(f.ts), "details": getattr(f, "details", None)}
+    return {k: _safe_value(v) for k, v in values.items() if present(v) is not None and v != ""}
+
+
+def _safe_value(value):
+    """Property values: strings inert, containers walked, numbers as they are (json_safe does NaN)."""
+    if isinstance(value, str):
+        return _line(value)
+    if isinstance(value, dict):
+        return {_line(k): _safe_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_safe_value(v) for v in value]
+    return value
+
+
+def _result(f, rule_index: dict[str, int]) -> dict:
+    f = clean_finding(f)
+    result = {"ruleId": _line(f.rule)}
+    if f.rule in rule_index:
+        result["ruleIndex"] = rule_index[f.rule]
+    result.update({
+        "kind": "fail",
+        "level": _LEVEL.get(f.severity, "warning"),
+        "message": {"text": _message(f)},
+        "analysisTarget": {"uri": _uri(f.trace)},
+        "locations": [_location(f)],
+        "partialFingerprints": {FINGERPRINT_KEY: _line(f.fingerprint)},
+        "properties": _properties(f),
+    })
+    return result
+
+
+def _notifications(result: CheckResult, rule_index: dict[str, int]) -> list[dict]:
+    found = []
+    for report, outcome in result.incomplete:
+        what = f"{outcome.rule} {outcome.name} could not be fully checked on {report.trace}"
+        if outcome.reason:
+            what += f": {outcome.reason}"
+        note = {"level": "error", "message": {"text": _line(what)}}
+        rule = {"id": _line(outcome.rule)}
+        if outcome.rule in rule_index:
+            rule["index"] = rule_index[outcome.rule]
+        note["associatedRule"] = rule
+        if report.ranks is None:   # a group of ranks is a label, not a file
+            note["locations"] = [{"physicalLocation": _artifact(report.trace)}]
+        note["properties"] = {"trace": _line(report.trace),
+                              "damage": [_line(d) for d in getattr(report, "damage", None) or []]}
+        found.append(note)
+    for path, reason in result.unreadable:
+        found.append({"level": "error",
+                      "message": {"text": _line(f"{path} could not be read, so it was not checked: {reason}")},
+                      "locations": [{"physicalLocation": _artifact(path)}]})
+    for note in result.notes:
+        found.append({"level": "note", "message": {"text": _line(note)}})
+    return found
+
+
+def to_dict(result: CheckResult) -> dict:
+    rule_index = {rule.id: i for i, rule in enumerate(result.rules)}
+    invocation = {
+        # A check that found problems ran fine; one that could not check everything did not.
+        "executionSuccessful": not result.incomplete and not result.unreadable,
+        "exitCode": result.exit_code,
+    }
+    notifications = _notifications(result, rule_index)
+    if notifications:
+        invocation["toolExecutionNotifications"] = notifications
+    driver = {"name": "kernlint", "version": __version__, "semanticVersion": __version__}
+    uri = _information_uri()
+    if uri:
+        driver["informationUri"] = uri
+    driver["rules"] = [_descriptor(rule) for rule in result.rules]
+    return json_safe({
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [{
+            "tool": {"driver": driver},
+            "invocations": [invocation],
+            "results": [_result(f, rule_index) for f in sorted_findings(result.findings)],
+        }],
+    })
+
+
+def _information_uri() -> str | None:
+    """The project's home page from the installed package's metadata (pyproject's [project.urls]), if any."""
+    from importlib import metadata
+
+    try:
+        urls = metadata.metadata("kernlint").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        return None
+    found = dict(u.split(", ", 1) for u in urls if ", " in u)
+    for label in ("Homepage", "Documentation", "Repository", "Source"):
+        if found.get(label, "").startswith("https://"):
+            return found[label]
+    return None
+
+
+def render(result: CheckResult) -> str:
+    return json.dumps(to_dict(result), indent=2, allow_nan=False) + "\n"
