@@ -43,7 +43,6 @@ def base_trace() -> dict:
         return json.loads(gzip.decompress(gpu[0].read_bytes()))
     sys.path.insert(0, str(REPO / "tests"))
     from conftest import load_program  # noqa: E402
-
     from kernlint.capture.profiler import record_trace
     with tempfile.TemporaryDirectory() as tmp:
         path = record_trace(load_program("block_regressed").build("cpu"), Path(tmp) / "t.pt.trace.json.gz",

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gzip
 import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -40,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from kernlint.errors import ConfigError, RuleFileError
-from kernlint.fileio import removed_on_signal
 from kernlint.report.model import CheckResult, clean_finding, sorted_findings
 from kernlint.report.safe import printable
 from kernlint.rules.result import STATUS_FAILED, Finding, exit_status
@@ -206,22 +203,9 @@ def _export_profiler(prof: Any, out_path: Path) -> Path:
         if out_path.suffix != ".gz":
             prof.export_chrome_trace(str(out_path))
             return out_path
-        pending: set[str] = set()
-        with removed_on_signal(pending):
-            fd, tmp_json = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".json", dir=out_path.parent)
-            os.close(fd)
-            tmp_gz = tmp_json + ".gz"
-            pending.update((tmp_json, tmp_gz))
-            try:
-                prof.export_chrome_trace(tmp_json)
-                with open(tmp_json, "rb") as src, open(tmp_gz, "wb") as raw, \
-                        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as dst:
-                    shutil.copyfileobj(src, dst, length=1 << 20)
-                os.replace(tmp_gz, out_path)
-            finally:
-                for leftover in (tmp_json, tmp_gz):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(leftover)
+        from kernlint.capture.profiler import export_gzipped_trace
+
+        export_gzipped_trace(prof, out_path)
         return out_path
     except OSError as exc:
         raise ConfigError(out_path, f"cannot write the profiler's trace: {exc.strerror or exc}") from None
@@ -404,7 +388,7 @@ class ProfiledBlock:
     def __enter__(self) -> ProfiledBlock:
         from torch.profiler import profile
 
-        from kernlint.capture.profiler import _profiling
+        from kernlint.capture.profiler import profiling_quietly
 
         if self.where is None:
             self.where = _caller_location(1)
@@ -413,7 +397,7 @@ class ProfiledBlock:
                              with_stack=True, with_modules=True)
         self._stack = contextlib.ExitStack()
         # Kineto's start and stop chatter on file descriptor 2 goes to profiler_log, not the terminal.
-        self._stack.enter_context(_profiling(self._prof, self.profiler_log))
+        self._stack.enter_context(profiling_quietly(self._prof, self.profiler_log))
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:

@@ -7,15 +7,15 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
-from kernlint.capture.metadata import collect_run_metadata
-from kernlint.capture.distributed import launch
-from kernlint.capture.runner import capture
 from kernlint.baseline import Baseline, ProgramProfile, Thresholds, compare_with_baseline, profile_program
 from kernlint.baseline.environment import environment_of
+from kernlint.capture.distributed import launch
+from kernlint.capture.metadata import collect_run_metadata
+from kernlint.capture.runner import capture
 from kernlint.rules.engine import TraceReport, check_against_baseline, check_trace, check_traces, merge_reports
 from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE
 from kernlint.rules.schema import Rule
@@ -90,7 +90,8 @@ def compare_with_expectation(workload: Workload, report: TraceReport, ranks: int
             problems.append(f"{rule_id} was not run")
         elif outcome.status != expected:
             detail = outcome.reason or "; ".join(f.message for f in outcome.findings[:2])
-            problems.append(f"{rule_id}: expected {expected}, got {outcome.status}" + (f" ({detail})" if detail else ""))
+            problems.append(f"{rule_id}: expected {expected}, got {outcome.status}"
+                            + (f" ({detail})" if detail else ""))
     for o in report.outcomes:
         if o.rule not in workload.expect and o.status == "failed":
             problems.append(f"{o.rule}: unexpected findings: {o.findings[0].message}")

@@ -723,8 +723,8 @@ def baseline_record(traces, workload_names, repeat, device, out_dir, output, max
             raise ConfigError(None, "baseline record takes traces or --workload NAME, one of the two")
         if workload_names:
             from kernlint.audit import audit_workloads, record_workloads
-            from kernlint.capture.metadata import collect_run_metadata
             from kernlint.baseline.environment import environment_of
+            from kernlint.capture.metadata import collect_run_metadata
             from kernlint.workloads import known_workloads, resolve_device
 
             dev = resolve_device(device)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import tomllib
 
 from kernlint.baseline.model import Thresholds
 from kernlint.errors import ConfigError

@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         workload = resolve_target(args.target, known_workloads())
         step = workload.build(args.device)
-        capture(step, args.out, args.run, device=args.device, warmup=args.warmup, steps=args.steps, run_dir=args.run_dir,
+        capture(step, args.out, args.run, device=args.device, warmup=args.warmup, steps=args.steps,
+                run_dir=args.run_dir,
                 extra={"workload": workload.name, "rank": dist.get_rank(), "world_size": dist.get_world_size(),
                        "backend": dist.get_backend()})
         dist.barrier()

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from kernlint.baseline import build_baseline, profile_traces
+from kernlint.baseline.stats import robust_cv
 from kernlint.rules.engine import check_traces
 from kernlint.rules.loader import load_rules
 from kernlint.trace.load import load_trace
@@ -61,9 +62,10 @@ def main() -> int:
             if launch.us and launch.kind == "kernel":
                 medians[launch.name] = max(medians.get(launch.name, 0.0), statistics.median(launch.us))
     big = sorted((name for name, us in medians.items() if us >= 20.0), key=medians.get)
+    totals = np.array(program.total_us)
     print(f"baseline: {program.runs} runs, {sum(len(s.launches) for s in program.scopes.values())} launches, "
           f"total device time median {statistics.median(program.total_us):.1f} µs "
-          f"(robust CV {np.median(np.abs(np.array(program.total_us) - np.median(program.total_us))) * 1.4826 / np.median(program.total_us):.3%})")
+          f"(robust CV {robust_cv(totals):.3%})")
     print(f"candidates: {len(candidates)} traces; kernels of 20 µs or more: {len(big)}")
 
     rows = []

@@ -57,3 +57,22 @@ def record(tmp_path):
                             warmup=0)
 
     return run
+
+
+@pytest.fixture
+def incomplete_kl001(monkeypatch):
+    """The engine, with KL001 made incomplete on every trace (as the engine does for damaged events)."""
+    import kernlint.rules.engine as engine
+
+    real = engine.check_traces
+
+    def check_traces(tables, rules, **options):
+        reports = real(tables, rules, **options)
+        for report in reports:
+            report.damage = ["3 kernel events without a launch (damaged)"]
+            for o in report.outcomes:
+                if o.rule == "KL001":
+                    o.status, o.reason = "incomplete", "could not fully check: 3 kernel events without a launch"
+        return reports
+
+    monkeypatch.setattr(engine, "check_traces", check_traces)

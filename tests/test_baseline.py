@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 
 from baseline_traces import FP8_LINEAR, Step, fp8_linear_trace
-from kernlint.baseline import (Thresholds, build_baseline, compare_with_baseline, profile_traces, read_baseline,
-                               render_baseline, write_baseline)
+from kernlint.baseline import (
+    Thresholds,
+    build_baseline,
+    compare_with_baseline,
+    profile_traces,
+    read_baseline,
+    render_baseline,
+    write_baseline,
+)
 from kernlint.baseline.environment import environment_of, environment_warnings
 from kernlint.baseline.stats import compare_samples, hodges_lehmann, robust_cv
 from kernlint.errors import BaselineError
@@ -125,8 +132,8 @@ def test_each_profiler_step_is_a_run_and_gives_a_sample(tmp_path):
     program = profile_traces([load_trace(fp8_linear_trace(tmp_path / "t.json", runs=7, seed=1))])["trace"]
     assert program.runs == 7 and len(program.total_us) == 7
     launches = program.scopes["module Fp8BlockLinear_0"].launches
-    assert [l.name for l in launches] == [s.kernel for s in FP8_LINEAR]
-    assert all(len(l.us) == 7 for l in launches)
+    assert [launch.name for launch in launches] == [s.kernel for s in FP8_LINEAR]
+    assert all(len(launch.us) == 7 for launch in launches)
     gemm = np.array(launches[1].us)
     assert 170 < np.median(gemm) < 190
 

@@ -137,7 +137,8 @@ def test_record_from_a_workload_and_run_against_it_on_the_cpu(tmp_path):
     data = json.loads(out.read_text())
     program = data["programs"]["fp8-dummy-init"]
     assert program["runs"] == 5 and program["timing_basis"] == "host"
-    assert data["refresh_command"] == f"kernlint baseline record --workload fp8-dummy-init --repeat 5 --device cpu -o {out}"
+    assert data["refresh_command"] == ("kernlint baseline record --workload fp8-dummy-init --repeat 5 --device cpu "
+                                       f"-o {out}")
     result = kernlint("run", "fp8-dummy-init", "--device", "cpu", "--repeat", "5", "--out", tmp_path / "runs",
                       "--baseline", out, "--select", "KL801,KL802,KL805", "--format", "json", "--isolated",
                       cwd=tmp_path)

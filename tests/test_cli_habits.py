@@ -131,23 +131,6 @@ def test_quiet_and_verbose_together_are_a_usage_error():
     assert result.stderr.splitlines() == ["kernlint: error: -q/--quiet and -v/--verbose cannot be combined"]
 
 
-@pytest.fixture
-def incomplete_kl001(monkeypatch):
-    """The engine, with KL001 made incomplete on every trace (as it does for damaged events)."""
-    import kernlint.rules.engine as engine
-
-    real = engine.check_traces
-
-    def check_traces(tables, rules, **options):
-        reports = real(tables, rules, **options)
-        for report in reports:
-            report.damage = ["3 kernel events without a launch (damaged)"]
-            for o in report.outcomes:
-                if o.rule == "KL001":
-                    o.status, o.reason = "incomplete", "could not fully check: 3 kernel events without a launch"
-        return reports
-
-    monkeypatch.setattr(engine, "check_traces", check_traces)
 
 
 @pytest.mark.parametrize("flags", [[], ["-q"], ["--statistics"], ["-q", "--statistics"]])

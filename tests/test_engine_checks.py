@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import torch
-from rule_helpers import outcome, rule, shipped
 from torch.profiler import record_function
 
 from kernlint.rules.engine import check_trace, exit_status
 from kernlint.trace.load import load_trace
+from rule_helpers import outcome, rule, shipped
 
 
 def _decode_step():

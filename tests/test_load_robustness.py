@@ -15,8 +15,8 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from kernlint.errors import TraceError
 from kernlint.trace import load as load_module
 from kernlint.trace.damage import trace_damage
@@ -112,10 +112,10 @@ def test_ten_thousand_levels_of_nesting_is_one_trace_error(tmp_path, where):
     deep_obj = '{"a":' * 10_000 + "1" + "}" * 10_000
     deep_list = "[" * 10_000 + "]" * 10_000
     event = '{"ph":"X","cat":"cpu_op","name":"a","pid":%s,"tid":1,"ts":1,"dur":2,"args":{"x":%s}}'
-    text = {
+    text = {   # %-formatting keeps the JSON braces readable
         "args-objects": '{"traceEvents":[%s]}' % (event % ("1", deep_obj)),
         "args-lists": '{"traceEvents":[%s]}' % (event % ("1", deep_list)),
-        "unknown-top-level-key": '{"other":%s,"traceEvents":[%s]}' % (deep_list, event % ("1", "1")),
+        "unknown-top-level-key": '{"other":%s,"traceEvents":[%s]}' % (deep_list, event % ("1", "1")),  # noqa: UP031
         "pid": '{"traceEvents":[%s]}' % (event % (deep_list, "1")),
     }[where]
     path = tmp_path / "deep.json"

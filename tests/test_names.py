@@ -7,10 +7,21 @@ import pytest
 
 from conftest import FIXTURES
 from kernlint.trace.load import load_trace
-from kernlint.trace.names import (DEVICE_CATEGORIES, HOST_CATEGORIES, KERNEL_CATEGORY_TABLE, NAMED_PATTERNS,
-                                  OP_CATEGORY_TABLE, RUNTIME_CATEGORY_TABLE, classify_kernel, classify_op,
-                                  classify_runtime, is_library_frame, makes_launcher_sync, named_pattern,
-                                  short_kernel_name)
+from kernlint.trace.names import (
+    DEVICE_CATEGORIES,
+    HOST_CATEGORIES,
+    KERNEL_CATEGORY_TABLE,
+    NAMED_PATTERNS,
+    OP_CATEGORY_TABLE,
+    RUNTIME_CATEGORY_TABLE,
+    classify_kernel,
+    classify_op,
+    classify_runtime,
+    is_library_frame,
+    makes_launcher_sync,
+    named_pattern,
+    short_kernel_name,
+)
 
 KERNELS = [
     ("void at::native::vectorized_elementwise_kernel<8, at::native::FillFunctor<c10::BFloat16>, "

@@ -67,7 +67,7 @@ def test_markdown_summary_escapes_table_and_markup_characters():
     out = renderer("markdown")(_result(message="a | b <script> *x*\x07"))
     assert "| KL001 | fill-before-block-quant | failed |" in out
     row = next(line for line in out.splitlines() if "script" in line)
-    assert "a \\| b \\<script\\> \\*x\\*\\\\x07" in row and row.count(" | ") == 5  # \x07 shown, escaped
+    assert "a \\| b \\<script\\> \\*x\\*\\\\x07" in row and row.count(" | ") == 6  # 7 columns; \x07 shown, escaped
 
 
 def test_a_format_that_does_not_render_audits_is_one_line():

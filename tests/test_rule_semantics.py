@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 
 import torch
-from rule_helpers import outcome, rule, shipped
 from torch.profiler import ProfilerActivity, profile, record_function
+
+from rule_helpers import outcome, rule, shipped
 
 
 def _record_with_stack(fn, path):

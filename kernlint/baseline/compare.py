@@ -134,7 +134,8 @@ def compare_program(name: str, baseline_name: str, base: ProgramProfile, cand: P
     base_seq, cand_seq = base.sequence(), cand.sequence()
     cand_trace = cand.traces[0] if cand.traces else ""
     base_trace = base.traces[0] if base.traces else ""
-    matcher = difflib.SequenceMatcher(None, [l.key for _, l in base_seq], [l.key for _, l in cand_seq],
+    matcher = difflib.SequenceMatcher(None, [launch.key for _, launch in base_seq],
+                                      [launch.key for _, launch in cand_seq],
                                       autojunk=False)
     base_place, cand_place = _Placer(base_seq), _Placer(cand_seq)
     matched: list[tuple[int, int]] = []

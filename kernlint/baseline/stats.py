@@ -60,7 +60,7 @@ def robust_cv(samples: np.ndarray) -> float:
 def hodges_lehmann(base: np.ndarray, cand: np.ndarray, confidence: float) -> tuple[float, float, float]:
     """The shift estimate and its distribution-free confidence interval (Lehmann 1975; the order
     statistics of the pairwise differences that the Mann-Whitney critical value picks)."""
-    from scipy import stats   # imported here: scipy takes a while, and most commands never time anything
+    from scipy import stats  # imported here: scipy takes a while, and most commands never time anything
 
     diffs = np.sort(np.subtract.outer(cand, base).ravel())
     m, n = len(base), len(cand)

@@ -8,18 +8,18 @@ import contextlib
 import gzip
 import os
 import re
-import sys
 import shutil
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 from kernlint.fileio import removed_on_signal
 
-__all__ = ["record_trace"]
+__all__ = ["export_gzipped_trace", "profiling_quietly", "record_trace"]
 
 
 # What kineto writes to the process's stderr on every start and stop, whatever its log level.
@@ -61,7 +61,7 @@ def _native_stderr(log: list[str] | None):
 
 
 @contextlib.contextmanager
-def _profiling(prof: profile, log: list[str] | None):
+def profiling_quietly(prof: profile, log: list[str] | None):
     """`with prof:`, with the profiler's start and stop under _native_stderr (the step's own output is not)."""
     with _native_stderr(log):
         prof.__enter__()
@@ -99,7 +99,7 @@ def record_trace(step: Callable[[], object], out_path: str | os.PathLike, *, dev
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if is_cuda else [])
     prof = profile(activities=activities, record_shapes=True, profile_memory=True, with_stack=True,
                    with_modules=True)
-    with _profiling(prof, log):
+    with profiling_quietly(prof, log):
         for k in range(steps):
             if steps == 1:
                 step()
@@ -112,8 +112,16 @@ def record_trace(step: Callable[[], object], out_path: str | os.PathLike, *, dev
             # Kernels still in flight when the profiler stops would be missing from the trace.
             torch.cuda.synchronize()
 
+    export_gzipped_trace(prof, out_path)
+    return out_path
+
+
+def export_gzipped_trace(prof: profile, out_path: str | os.PathLike) -> Path:
+    """Write a finished profiler's Chrome trace to `out_path`, gzipped, whole or not at all: a temporary
+    file beside it, renamed into place; SIGTERM / SIGINT / SIGHUP while writing leave no temporary behind."""
+    out_path = Path(out_path)
     pending: set[str] = set()
-    with removed_on_signal(pending):  # SIGTERM / SIGINT / SIGHUP while writing leave no temporary behind
+    with removed_on_signal(pending):
         fd, tmp_json = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".json", dir=out_path.parent)
         os.close(fd)
         tmp_gz = tmp_json + ".gz"
@@ -128,5 +136,4 @@ def record_trace(step: Callable[[], object], out_path: str | os.PathLike, *, dev
             for leftover in (tmp_json, tmp_gz):
                 if os.path.exists(leftover):
                     os.remove(leftover)
-            pending.clear()
     return out_path

@@ -11,9 +11,10 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.capture.profiler import record_trace

@@ -9,6 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
+
 @triton.jit
 def fp8_block_scaled_gemm_kernel(
     a_ptr, a_s_ptr, w_ptr, w_s_ptr, bias_ptr, out_ptr,

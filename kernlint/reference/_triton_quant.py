@@ -50,7 +50,7 @@ def scale_1x128_kernel(
     tl.store(s_ptr + rows * stride_sm + group * stride_sg, scale, mask=row_ok)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 

@@ -160,7 +160,7 @@ def _flat_memory_view(t: torch.Tensor) -> torch.Tensor | None:
     return t.as_strided((t.numel(),), (1,), t.storage_offset())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _uniform_period(device_index: int) -> int:
     """Elements per grid-stride step of torch's saturated CUDA uniform_ kernel (4 values a thread)."""
     props = torch.cuda.get_device_properties(device_index)

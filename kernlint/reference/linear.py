@@ -148,7 +148,7 @@ class Fp8BlockLinear(nn.Module):
 
     @classmethod
     def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
-                   quantize_in_gemm: bool = True) -> "Fp8BlockLinear":
+                   quantize_in_gemm: bool = True) -> Fp8BlockLinear:
         """Quantizes a float weight [N, K] in 128x128 blocks; keeps the bias in its own dtype."""
         out_features, in_features = weight.shape
         layer = cls(in_features, out_features, bias=bias is not None, quantize_in_gemm=quantize_in_gemm,

@@ -23,7 +23,8 @@
                "unreadable": false}],     # true: it could not be read (permission, dangling link, FIFO, bad gzip)
   "ignored_files": 0,                 # files in searched folders with other suffixes than .json / .json.gz
   "notes": ["Trace: ... (captured in 1.2 s); run metadata: ..."],   # `kernlint run`: where the trace went
-  "traces": [{"path": "...", "subject": "trace|run group|baseline", "events": 1234, "has_device_events": true, "has_stacks": true, "rank": null,
+  "traces": [{"path": "...", "subject": "trace|run group|baseline", "events": 1234, "has_device_events": true,
+              "has_stacks": true, "rank": null,
               "ranks": null,          # [0, 1, ...] for a run group (one run, one profiling cycle): its rules
                                       # are the cross-rank ones; "path" is then the group's label
               "notes": ["126 of 128 ranks missing: ..."],   # run grouping, profiling-window edges
@@ -86,7 +87,8 @@ def to_dict(result: CheckResult) -> dict:
         "notes": list(result.notes),
         "traces": [
             {"path": rep.trace, "subject": rep.subject, "events": rep.events,
-             "has_device_events": rep.has_device_events, "has_stacks": rep.has_stacks, "rank": rep.rank, "ranks": rep.ranks, "notes": rep.notes,
+             "has_device_events": rep.has_device_events, "has_stacks": rep.has_stacks, "rank": rep.rank,
+             "ranks": rep.ranks, "notes": rep.notes,
              "outside_window": rep.outside_window, "damage": list(getattr(rep, "damage", None) or []),
              "warnings": list(rep.warnings),
              "rules": [{"rule": o.rule, "status": o.status, "level": o.level, "instances": o.instances,

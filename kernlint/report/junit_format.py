@@ -9,13 +9,12 @@ recorded case). Built with xml.etree; what a trace holds is shown with control c
 """
 from __future__ import annotations
 
-import math
 import re
 import xml.etree.ElementTree as ET
 from pathlib import PurePath
 
 from kernlint.report.model import CheckResult, clean_finding, sorted_findings
-from kernlint.report.safe import printable
+from kernlint.report.safe import cost_text, printable
 from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_NOT_APPLICABLE, STATUS_PASSED
 
 _DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -75,28 +74,10 @@ def _classname(report) -> str:
     return f"kernlint.{part}"
 
 
-def _number(value) -> float | None:
-    """A finite number, or None: a missing cost may come as None, NaN, pandas NA or ""."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and type(value).__module__ != "numpy":
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
 
 
-def _duration(us: float) -> str:
-    for limit, unit, scale in ((1e3, "µs", 1.0), (1e6, "ms", 1e3)):
-        if abs(us) < limit:
-            return f"{us / scale:.1f} {unit}"
-    return f"{us / 1e6:.2f} s"
 
 
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB"):
-        if abs(value) < 1024:
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
 
 
 def _finding_lines(f) -> list[str]:
@@ -112,13 +93,7 @@ def _finding_lines(f) -> list[str]:
     if f.top_op and f.top_op != f.launch_op:
         event += f" under {f.top_op}"
     lines.append(event)
-    cost = []
-    device_us, allocated = _number(f.device_us), _number(f.bytes)
-    if device_us is not None:
-        cost.append(f"{_duration(device_us)} device time")
-    if allocated is not None:
-        cost.append(f"{_size(int(allocated))} allocated")
-    lines.append("  cost: " + (", ".join(cost) if cost else "not recorded"))
+    lines.append("  cost: " + (cost_text(f) or "not recorded"))
     lines.append(f"  trace: {f.trace}" + (f", rank {f.rank}" if f.rank is not None else ""))
     return lines
 

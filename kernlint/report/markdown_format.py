@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kernlint.report.model import CheckResult, clean_finding, sorted_findings
-from kernlint.report.safe import printable
+from kernlint.report.safe import cost_text, printable
 
 _ICON = {"failed": "failed", "passed": "passed", "incomplete": "incomplete", "not-applicable": "not applicable"}
 
@@ -22,10 +22,12 @@ def render(result: CheckResult) -> str:
     for rule in result.rules:
         out.append(f"| {_cell(rule.id)} | {_cell(rule.name)} | {_ICON[result.rule_status(rule.id)]} |")
     if findings:
-        out += ["", "| rule | severity | message | source | scope | trace |", "|---|---|---|---|---|---|"]
+        out += ["", "| rule | severity | message | source | scope | cost | trace |", "|---|---|---|---|---|---|---|"]
         for f in map(clean_finding, findings):
+            cost = cost_text(f) or ""
             out.append(f"| {_cell(f.rule)} | {_cell(f.severity)} | {_cell(f.message)} | {_cell(f.source or '')} | "
-                       f"{_cell(f.scope)} | {_cell(f.trace)}{' rank ' + str(f.rank) if f.rank is not None else ''} |")
+                       f"{_cell(f.scope)} | {_cell(cost)} | "
+                       f"{_cell(f.trace)}{' rank ' + str(f.rank) if f.rank is not None else ''} |")
     if result.unreadable:
         out += ["", f"{len(result.unreadable)} entr{'y' if len(result.unreadable) == 1 else 'ies'} could not be "
                 "read: " + ", ".join(_cell(p) for p, _ in result.unreadable)]

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from kernlint.report.safe import is_missing
 from kernlint.rules.result import STATUS_INCOMPLETE, Finding, RuleOutcome, TraceReport

@@ -70,3 +70,44 @@ def json_safe(value: Any) -> Any:
     if callable(item) and type(value).__module__ == "numpy":
         return json_safe(item())
     return value
+
+
+def format_duration_us(us: float | None) -> str:
+    """A device time in µs as a reader wants it: `12.3 µs`, `4.5 ms`, `1.20 s`; `-` when unknown."""
+    if us is None or is_missing(us):
+        return "-"
+    for limit, unit, scale in ((1e3, "µs", 1.0), (1e6, "ms", 1e3)):
+        if abs(us) < limit:
+            return f"{us / scale:.1f} {unit}"
+    return f"{us / 1e6:.2f} s"
+
+
+def format_bytes(n: int | None) -> str:
+    """A byte count: `512 B`, `1.5 KiB`, `3.0 GiB`; `-` when unknown."""
+    if n is None or is_missing(n):
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"  # pragma: no cover
+
+
+def finite_number(value) -> float | None:
+    """A finite number, or None: a missing cost may come as None, NaN, pandas NA or ""."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and type(value).__module__ != "numpy":
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def cost_text(finding) -> str | None:
+    """What a finding costs, for a reader: `12.3 µs device time, 256.0 KiB allocated`; None when unknown."""
+    parts = []
+    device_us, allocated = finite_number(finding.device_us), finite_number(finding.bytes)
+    if device_us is not None:
+        parts.append(f"{format_duration_us(device_us)} device time")
+    if allocated is not None:
+        parts.append(f"{format_bytes(int(allocated))} allocated")
+    return ", ".join(parts) or None

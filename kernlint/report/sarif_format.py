@@ -11,13 +11,12 @@ control characters visibly (kernlint.report.safe); no number is NaN.
 from __future__ import annotations
 
 import json
-import math
 import re
 from urllib.parse import quote
 
 from kernlint import __version__
 from kernlint.report.model import CheckResult, clean_finding, sorted_findings
-from kernlint.report.safe import json_safe, present, printable
+from kernlint.report.safe import cost_text, finite_number, json_safe, present, printable
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -104,48 +103,22 @@ def _descriptor(rule) -> dict:
     }
 
 
-def _duration(us: float) -> str:
-    for limit, unit, scale in ((1e3, "µs", 1.0), (1e6, "ms", 1e3)):
-        if abs(us) < limit:
-            return f"{us / scale:.1f} {unit}"
-    return f"{us / 1e6:.2f} s"
 
 
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB"):
-        if abs(value) < 1024:
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
 
 
-def _number(value) -> float | None:
-    """A finite number, or None: a missing cost may come as None, NaN, pandas NA or ""."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and type(value).__module__ != "numpy":
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
 
 
 def _whole(value) -> int | None:
-    number = _number(value)
+    number = finite_number(value)
     return None if number is None else int(number)
 
 
-def _cost(f) -> str | None:
-    parts = []
-    device_us, allocated = _number(f.device_us), _number(f.bytes)
-    if device_us is not None:
-        parts.append(f"{_duration(device_us)} device time")
-    if allocated is not None:
-        parts.append(f"{_size(int(allocated))} allocated")
-    return ", ".join(parts) or None
 
 
 def _message(f) -> str:
     where = [f"scope: {f.scope}", f"event: {f.event}"]
-    cost = _cost(f)
+    cost = cost_text(f)
     if cost:
         where.append(f"cost: {cost}")
     where.append(f"trace: {f.trace}" + (f", rank {f.rank}" if f.rank is not None else ""))
@@ -174,8 +147,8 @@ def _location(f) -> dict:
 def _properties(f) -> dict:
     values = {"traceFile": f.trace, "rank": f.rank, "event": f.event, "eventKind": f.event_kind,
               "eventCategory": f.event_category, "launchOp": f.launch_op, "topOp": f.top_op, "anchor": f.anchor,
-              "source": f.source, "function": f.function, "deviceTimeUs": _number(f.device_us),
-              "bytes": _whole(f.bytes), "timestampUs": _number(f.ts), "details": getattr(f, "details", None)}
+              "source": f.source, "function": f.function, "deviceTimeUs": finite_number(f.device_us),
+              "bytes": _whole(f.bytes), "timestampUs": finite_number(f.ts), "details": getattr(f, "details", None)}
     return {k: _safe_value(v) for k, v in values.items() if present(v) is not None and v != ""}
 
 

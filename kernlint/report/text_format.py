@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kernlint.report.model import CheckResult, clean_finding, sorted_findings
-from kernlint.report.safe import is_missing, printable
+from kernlint.report.safe import cost_text, format_bytes, format_duration_us, is_missing, printable
 from kernlint.rules.result import STATUS_INCOMPLETE
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -51,6 +51,9 @@ def _finding_lines(f, report) -> list[Text]:
     detail.append(f" | source: {where}")
     if f.anchor:
         detail.append(f" | anchor: {printable(f.anchor)}")
+    cost = cost_text(f)
+    if cost:
+        detail.append(f" | cost: {cost}")
     return [line, detail]
 
 
@@ -222,24 +225,8 @@ def rule_statistics(result: CheckResult) -> list[RuleStatistic]:
     return sorted(stats, key=lambda s: (-s.count, s.rule))
 
 
-def _duration(us: float | None) -> str:
-    if us is None:
-        return "-"
-    for limit, unit, scale in ((1e3, "µs", 1.0), (1e6, "ms", 1e3)):
-        if abs(us) < limit:
-            return f"{us / scale:.1f} {unit}"
-    return f"{us / 1e6:.2f} s"
 
 
-def _size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"  # pragma: no cover
 
 
 def render_statistics(result: CheckResult, verbosity: int = NORMAL) -> Group:
@@ -253,8 +240,8 @@ def render_statistics(result: CheckResult, verbosity: int = NORMAL) -> Group:
                                 ("device time", "right"), ("bytes", "right")):
             table.add_column(column, justify=justify, no_wrap=True)
         for s in stats:
-            table.add_row(Text(str(s.count)), _t(s.rule), _t(s.name), Text(_duration(s.device_us)),
-                          Text(_size(s.bytes)))
+            table.add_row(Text(str(s.count)), _t(s.rule), _t(s.name), Text(format_duration_us(s.device_us)),
+                          Text(format_bytes(s.bytes)))
         parts.append(table)
     if verbosity > QUIET or _gaps(result):
         parts.append(_summary(result, verbosity))

@@ -6,10 +6,19 @@ kernlint.trace.runs; result types and the exit policy in kernlint.rules.result.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
-from kernlint.rules.result import (Finding, RuleOutcome, TraceReport, decided, exit_status, mark_incomplete,
-                                   merge_outcomes, merge_reports, not_applicable)
+from kernlint.rules.result import (
+    Finding,
+    RuleOutcome,
+    TraceReport,
+    decided,
+    exit_status,
+    mark_incomplete,
+    merge_outcomes,
+    merge_reports,
+    not_applicable,
+)
 from kernlint.rules.schema import Rule
 from kernlint.trace.damage import trace_damage
 from kernlint.trace.runs import group_runs

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import importlib.resources
 import re
+import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
-import tomllib
 
 from kernlint.errors import ConfigError, RuleFileError
 from kernlint.rules.checks import REGISTRY

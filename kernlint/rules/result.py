@@ -1,9 +1,9 @@
 """What checking produces: findings, per-rule outcomes, per-trace reports, and the exit policy."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from kernlint.rules.severity import SEVERITY_ORDER
 

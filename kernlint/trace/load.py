@@ -21,9 +21,9 @@ import os
 import re
 import stat
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 import msgspec
 

@@ -11,8 +11,8 @@ Semantics the rule language documents (docs/rule-language.md):
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -124,7 +124,7 @@ class EventFilter:
     op_categories: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, spec) -> "EventFilter":
+    def of(cls, spec) -> EventFilter:
         return cls(tuple(getattr(spec, "kinds", ())), tuple(getattr(spec, "names", ())),
                    tuple(getattr(spec, "device_categories", ())), tuple(getattr(spec, "op_categories", ())))
 

@@ -11,7 +11,7 @@ versioned table like HTA's event_args yaml: adding an argument is one line there
 """
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 import msgspec
 
@@ -34,7 +34,7 @@ ARG_FIELDS: dict[str, str] = {
     "python_parent_id": "Python parent id",  # ... and its caller's; checked against the time nesting
 }
 
-Scalar = Union[int, float, str, None]
+Scalar = int | float | str | None
 
 
 class RawArgs(msgspec.Struct, rename=ARG_FIELDS):
@@ -62,7 +62,7 @@ class RawEvent(msgspec.Struct):
     tid: Any = None
     ts: Any = None
     dur: Any = None
-    args: Union[RawArgs, None] = None
+    args: RawArgs | None = None
 
 
 class RawTrace(msgspec.Struct, rename={"trace_events": "traceEvents"}):
@@ -86,7 +86,7 @@ class RawTrace(msgspec.Struct, rename={"trace_events": "traceEvents"}):
     kernlint: Any = None  # run metadata that `kernlint run` writes into its own traces
 
 
-_raw_list = msgspec.json.Decoder(Union[list, None])
+_raw_list = msgspec.json.Decoder(list | None)
 
 
 def raw_list(value: msgspec.Raw | None) -> list:

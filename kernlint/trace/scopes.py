@@ -34,8 +34,8 @@ merged into it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -107,7 +107,7 @@ class ScopeIndex:
         self._profiler_frames: dict[int, bool] = {}
 
     @classmethod
-    def of(cls, table: EventTable) -> "ScopeIndex":
+    def of(cls, table: EventTable) -> ScopeIndex:
         """The index of `table`, built once and kept with the table."""
         index = table.derived.get("scope_index")
         if index is None:
@@ -294,7 +294,7 @@ class ScopeIndex:
             return len(self.device_events_between(unit.thread, unit.ts, unit.end)) > 0
         return len(self.work_ops_between(unit.thread, unit.ts, unit.end)) > 0
 
-    def anchor_scope(self, anchor: int, level: str, anchors: "AnchorSet | None" = None) -> Scope:
+    def anchor_scope(self, anchor: int, level: str, anchors: AnchorSet | None = None) -> Scope:
         """The scope of an anchor event (a device event at kernel level; an op or range at op level).
 
         Innermost unit below the coarse ones that does work besides the anchor; a unit that holds another
@@ -340,7 +340,7 @@ class ScopeIndex:
         categories = set(self.category[own].tolist()) - {"view", "alloc"}
         return categories <= _PREPARATION
 
-    def _fallback(self, anchor: int, level: str, anchors: "AnchorSet | None") -> Scope:
+    def _fallback(self, anchor: int, level: str, anchors: AnchorSet | None) -> Scope:
         top = self.top_op[anchor]
         if top >= 0 and top != anchor:
             unit = self.unit(int(top))

@@ -6,11 +6,16 @@ variants (fixtures/regressed/workloads.py in a source checkout) are built by the
 """
 from __future__ import annotations
 
-from kernlint.workloads.base import (CHECKOUT_FIXTURES, Step, Workload, known_workloads, regressed_workloads,
-                                     resolve_device, resolve_target)
-from kernlint.workloads.fp8 import (DEEPSEEK_V3_LINEAR_SHAPES, BUILTIN_WORKLOADS, dummy_init_workload,
-                                    linear_workload)
-
+from kernlint.workloads.base import (
+                                     CHECKOUT_FIXTURES,
+                                     Step,
+                                     Workload,
+                                     known_workloads,
+                                     regressed_workloads,
+                                     resolve_device,
+                                     resolve_target,
+)
+from kernlint.workloads.fp8 import BUILTIN_WORKLOADS, DEEPSEEK_V3_LINEAR_SHAPES, dummy_init_workload, linear_workload
 from kernlint.workloads.tp import tp_mlp_workload
 
 __all__ = ["BUILTIN_WORKLOADS", "CHECKOUT_FIXTURES", "DEEPSEEK_V3_LINEAR_SHAPES", "Step", "Workload",

@@ -5,9 +5,9 @@ import importlib
 import importlib.util
 import inspect
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
 
 import torch
 

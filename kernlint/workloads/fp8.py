@@ -1,7 +1,7 @@
 """The built-in workloads: the FP8 block-scaled linear layer and the FP8 dummy-weight loader."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn

@@ -5,7 +5,7 @@ features and 1/N of down's input features, as vLLM's MergedColumnParallelLinear 
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist

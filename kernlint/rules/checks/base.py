@@ -7,8 +7,9 @@ and line, and the engine dispatches through the registry, so no branch anywhere 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -36,16 +37,16 @@ class CheckKind:
     spec: type[CheckSpec]
     summary: str
     # One trace: (rule, table, index) -> outcome. Cross-rank kinds use run_group instead.
-    run: Callable[["Rule", "EventTable", ScopeIndex], RuleOutcome] | None = None
+    run: Callable[[Rule, EventTable, ScopeIndex], RuleOutcome] | None = None
     # The traces of one run (a RunGroup) -> outcome.
-    run_group: Callable[["Rule", object], RuleOutcome] | None = None
+    run_group: Callable[[Rule, object], RuleOutcome] | None = None
     # A candidate against a baseline (kernlint.baseline.BaselineComparison) -> outcome. Such rules run only
     # when a baseline is given.
-    run_baseline: Callable[["Rule", object], RuleOutcome] | None = None
+    run_baseline: Callable[[Rule, object], RuleOutcome] | None = None
     needs_anchor: bool = False
     needs_scope: bool = False
     # Extra validation of a loaded rule: returns (problem, key path) or None.
-    validate: Callable[["Rule"], tuple[str, Sequence[str]] | None] | None = None
+    validate: Callable[[Rule], tuple[str, Sequence[str]] | None] | None = None
 
     @property
     def cross_rank(self) -> bool:
@@ -68,12 +69,12 @@ def register(kind: CheckKind) -> CheckKind:
     return kind
 
 
-def named_scopes(index: ScopeIndex, rule: "Rule") -> list[Scope]:
+def named_scopes(index: ScopeIndex, rule: Rule) -> list[Scope]:
     s = rule.spec.scope
     return index.named_scopes(s.annotations, s.modules, s.frames, s.ops)
 
 
-def make_finding(rule: "Rule", index: ScopeIndex, row: int, scope: Scope, message: str,
+def make_finding(rule: Rule, index: ScopeIndex, row: int, scope: Scope, message: str,
                  anchor: str | None, event: str | None = None, severity: str | None = None) -> Finding:
     op = int(index.op[row]) if index.kind[row] != "op" else row
     top = int(index.top_op[row])
@@ -114,7 +115,7 @@ def function_of(index: ScopeIndex, frame_row: int) -> str | None:
     return frame_parts(str(index.name[frame_row]))[2]
 
 
-def baseline_finding(rule: "Rule", comparison, program: str, message: str, *, trace: str, scope: str,
+def baseline_finding(rule: Rule, comparison, program: str, message: str, *, trace: str, scope: str,
                      launch=None, device_us: float | None = None, bytes: int | None = None,
                      details: dict | None = None, improvement: bool = False) -> Finding:
     """A finding of a baseline comparison. `launch` (kernlint.baseline.model.Launch) names the event and

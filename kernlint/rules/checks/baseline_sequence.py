@@ -16,7 +16,8 @@ _ALL = ["kernel", "memcpy", "memset", "op", "sync"]
 class BaselineSequence(CheckSpec, tag="baseline-sequence"):
     change: Literal["added", "removed"] = "added"
     # which launches count
-    launches: list[Literal["kernel", "memcpy", "memset", "op", "sync"]] = msgspec.field(default_factory=lambda: list(_ALL))
+    launches: list[Literal["kernel", "memcpy", "memset", "op", "sync"]] = msgspec.field(
+        default_factory=lambda: list(_ALL))
 
 
 def run_baseline(rule, comparison) -> RuleOutcome:
