@@ -30,8 +30,10 @@ PRECOMMIT_CONFIG = EXAMPLES / "pre-commit-config.yaml"
 GPU_TRACES = REPO / "fixtures" / "traces" / "gpu"
 REGRESSED = GPU_TRACES / "placeholder_new_ones.pt.trace.json.gz"   # KL001: a fill before scale_1x128_kernel
 CLEAN = GPU_TRACES / "placeholder_new_empty.pt.trace.json.gz"
-# The kernlint under test: this interpreter's environment (the install step is not run, see below).
-VENV_BIN = Path(sys.executable).parent
+# The kernlint under test: the command installed beside this interpreter (a venv), else the first on PATH
+# (the device machine installs it into a folder of its own); the install step is not run, see below.
+VENV_BIN = Path(shutil.which("kernlint", path=str(Path(sys.executable).parent)) or shutil.which("kernlint")
+                or sys.executable).parent
 # What runs a `run:` step with `shell: bash` on GitHub's runners.
 GITHUB_BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]
 
