@@ -761,6 +761,11 @@ def baseline_record(traces, workload_names, repeat, device, out_dir, output, max
         empty = [name for name, p in programs.items() if not p.runs]
         if empty:
             raise ConfigError(None, f"{empty[0]}: no launch to record (the trace holds no kernels or working ops)")
+        for name, program in programs.items():
+            if program.other_sequences:   # data-dependent dispatch, or traces of different programs
+                _warning_line(f"{name}: {program.other_sequences} of {program.runs + program.other_sequences} "
+                              "run(s) launched another sequence than the rest: left out of the baseline (give "
+                              "the traces of one program per rank)")
         refresh = shlex.join(["kernlint", "baseline", "record", *source, "-o", str(output)])
         written = write_baseline(output, build_baseline(programs, environment, refresh))
         if not quiet:

@@ -148,3 +148,14 @@ def test_record_from_a_workload_and_run_against_it_on_the_cpu(tmp_path):
     assert len(baseline_report) == 1
     assert {r["rule"]: r["status"] for r in baseline_report[0]["rules"]} == {
         "KL801": "passed", "KL802": "passed", "KL805": "passed"}
+
+
+def test_record_warns_when_one_program_holds_runs_of_another_sequence(tmp_path):
+    """Two unrelated traces given as runs of one program: the odd one is left out, and the user is told."""
+    out = tmp_path / "b.json"
+    result = CliRunner().invoke(main, ["baseline", "record", str(CLEAN), str(GPU / "dummy_init_fixed.pt.trace.json.gz"),
+                                       "-o", str(out), "--isolated"])
+    assert result.exit_code == 0
+    assert ("kernlint: warning: trace: 1 of 2 run(s) launched another sequence than the rest: left out of the "
+            "baseline") in result.stderr
+    assert json.loads(out.read_text())["programs"]["trace"]["other_sequences"] == 1

@@ -79,13 +79,22 @@ def _elements(table: EventTable, index: ScopeIndex) -> tuple[list[_Element], int
     return out, unattributed, "device" if on_device else "host"
 
 
+def _step_rows(index: ScopeIndex) -> list[int]:
+    """The profiler-step ranges of the trace, in time order (kept with the table's derived indexes)."""
+    derived = index.table.derived
+    if "profiler-steps" not in derived:
+        names = index.name
+        derived["profiler-steps"] = sorted(
+            (r for r in np.flatnonzero(index.kind == "annotation").tolist() if _STEP.match(str(names[r]))),
+            key=lambda r: index.ts[r])
+    return derived["profiler-steps"]
+
+
 def _runs(table: EventTable, index: ScopeIndex, elements: list[_Element]) -> list[list[_Element]]:
     """The elements of each profiler step, or all of them as one run."""
-    names = index.name
-    steps = [r for r in np.flatnonzero(index.kind == "annotation").tolist() if _STEP.match(str(names[r]))]
+    steps = _step_rows(index)
     if not steps:
         return [elements]
-    steps.sort(key=lambda r: index.ts[r])
     starts = np.array([index.ts[r] for r in steps])
     ends = np.array([index.end[r] for r in steps])
     runs: list[list[_Element]] = [[] for _ in steps]
@@ -172,9 +181,8 @@ def profile_program(tables: list[EventTable]) -> ProgramProfile:
 
 def _run_span(index: ScopeIndex, run: list[_Element]) -> tuple[float, float]:
     """The host interval of a run: its profiler step when it has one, else the whole trace."""
-    names = index.name
-    for r in np.flatnonzero(index.kind == "annotation").tolist():
-        if _STEP.match(str(names[r])) and index.ts[r] <= run[0].ts < index.end[r]:
+    for r in _step_rows(index):
+        if index.ts[r] <= run[0].ts < index.end[r]:
             return float(index.ts[r]), float(index.end[r])
     return -np.inf, np.inf
 
