@@ -30,7 +30,9 @@ install: $(VENV)/.installed
 audit: install
 	$(VENV)/bin/kernlint audit
 
+# The HTML report tests drive a headless chromium: installed first (apt-get) when it is missing.
 test: install
+	bash scripts/install_browser.sh
 	$(PY) -m pytest -q
 
 lint: install

@@ -33,6 +33,9 @@ class WorkloadVerdict:
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
     ranks: int = 1
+    # Kept for a visual report (run_audit(keep_tables=True)): the loaded traces, and each rank's report.
+    tables: list[EventTable] = field(default_factory=list, repr=False)
+    rank_reports: list[TraceReport] = field(default_factory=list, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -47,6 +50,7 @@ class AuditRun:
     out_dir: Path | None
     seconds: float = 0.0
     baseline_report: TraceReport | None = None   # the workloads against --baseline
+    rules: list[Rule] = field(default_factory=list, repr=False)
 
     @property
     def baseline_failed(self) -> bool:
@@ -150,7 +154,7 @@ def _folder(out_dir: Path | None):
 def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out_dir: Path | None = None,
               on_step: Callable[[str, Workload], None] | None = None, *, steps: int = 1,
               baseline: Baseline | None = None, baseline_path: str = "", limits: Thresholds | None = None,
-              strict_env: bool = False) -> AuditRun:
+              strict_env: bool = False, keep_tables: bool = False) -> AuditRun:
     """Capture each workload (warm-up, then `steps` profiled runs), check it, compare with what it must get;
     with a baseline, compare every workload's programs with it too. Traces go to out_dir, or to a temporary
     folder that is removed afterwards."""
@@ -169,13 +173,18 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                 on_step("check", workload)
             tables = [load_trace(t) for t in verdict.traces]
             if workload.distributed:
-                verdict.report = merge_reports(check_traces(tables, rules))
+                rank_reports = check_traces(tables, rules)
+                verdict.report = merge_reports(rank_reports)
+                if keep_tables:
+                    verdict.rank_reports = rank_reports
             else:
                 verdict.report = check_trace(tables[0], rules)
             verdict.problems = compare_with_expectation(workload, verdict.report, verdict.ranks)
             if baseline is not None:
                 programs.update(workload_programs(workload, tables))
                 all_tables += tables
+            if keep_tables:
+                verdict.tables = tables
             verdict.seconds = time.perf_counter() - t0
             verdicts.append(verdict)
     metadata = collect_run_metadata(device)
@@ -188,4 +197,4 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
         baseline_report = check_against_baseline(all_tables, baseline_rules, comparison)
     return AuditRun(device=device, metadata=metadata, verdicts=verdicts,
                     out_dir=Path(out_dir) if out_dir else None, seconds=time.perf_counter() - start,
-                    baseline_report=baseline_report)
+                    baseline_report=baseline_report, rules=list(rules))

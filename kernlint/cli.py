@@ -463,7 +463,7 @@ def _run_check(traces, options: CheckOptions, notes=()) -> int:
                                                             incomplete_input=bool(unreadable))
     result = CheckResult(reports=reports, rules=rules, exit_code=code, notes=list(notes),
                          skipped=[(str(e.path), e.reason) for e in found.skipped],
-                         ignored_files=found.ignored_count, unreadable=unreadable)
+                         ignored_files=found.ignored_count, unreadable=unreadable, tables=tables)
     _emit(_rendered(result, options), options.output)
     return code
 
@@ -475,6 +475,29 @@ def check(traces, **params):
     """Check torch.profiler traces (files, .json.gz, or TensorBoard log folders) against the rules."""
     options = CheckOptions.from_params(params)
     _guarded(_run_check, options.debug, traces, options)
+
+
+@main.command(cls=_ConfiguredCommand)
+@click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_selection_options
+@_baseline_options
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True, metavar="FILE",
+              help="The HTML file to write (self-contained: attach it to a PR or keep it as a CI artifact).")
+@click.option("--max-trace-bytes", type=ByteSize(), default=None, metavar="SIZE",
+              help="Refuse a trace larger than this (bytes, or with a suffix: 512M, 4G).")
+@_config_options
+@_debug_option
+def report(traces, output, **params):
+    """Write a self-contained HTML report of traces (a file, a run folder): verdicts, each finding with its
+    rule's docs and source line, timelines of the scopes with findings, the kernel table, allocations, the
+    baseline diff with --baseline, and run metadata. Exit 0 once written (check is the gate)."""
+    options = CheckOptions.from_params({**params, "fmt": "html", "output": output, "quiet": True})
+
+    def body() -> int:
+        _run_check(traces, options)   # the report says what a check would exit with
+        return EXIT_CLEAN
+
+    _guarded(body, options.debug)
 
 
 # The config keys that the commands which list or explain rules take (not the check's format or output).
@@ -642,9 +665,12 @@ _AUDIT_KEYS = frozenset({"baseline"})
 @_format_option
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the report to this file (atomically) instead of stdout.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE", help="Also write a self-contained HTML report of the audit (timelines, kernel "
+                                   "tables, allocations, verdicts) to FILE.")
 @_config_options
 @_debug_option
-def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline, strict_env, fmt, output,
+def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline, strict_env, fmt, output, html_path,
           config_file, isolated, debug):
     """Run the built-in workloads under the profiler and check every shipped rule.
 
@@ -683,7 +709,9 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
             result = run_audit(workloads, rules, dev, out_dir, on_step=on_step, steps=repeat,
                                baseline=_read_baseline(baseline) if baseline else None,
                                baseline_path=str(baseline or ""), limits=_current_config().thresholds,
-                               strict_env=strict_env)
+                               strict_env=strict_env, keep_tables=html_path is not None)
+        if html_path is not None:
+            _write_atomically(html_path, audit_renderer("html")(result))
         _emit(audit_renderer(fmt)(result), output)
         return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
 

@@ -21,6 +21,8 @@ class CheckResult:
     # The entries of `skipped` that could not be read (no permission, dangling link, FIFO, bad gzip...), as
     # opposed to files that were read and are not traces: what they held was not checked.
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    # The event tables the reports were made from: the visual formats (html) draw timelines from them.
+    tables: list = field(default_factory=list, repr=False)
 
     @property
     def traces_checked(self) -> int:

@@ -1,0 +1,507 @@
+"""What a visual report shows, as plain data taken from the checked traces: timelines of the scopes with
+findings, the kernel table, allocations over time, the baseline diff and run metadata. Times are in µs;
+layout (pixels, colours) is the renderer's business.
+
+Large traces are summarized, not dumped: only the scopes with findings get a timeline (at most
+MAX_TIMELINES a trace, MAX_BARS bars each), the kernel table keeps the MAX_KERNEL_ROWS kernels with the most
+device time and sums the rest, other scopes are one aggregated row each, and the allocation curve keeps at
+most MAX_ALLOCATION_POINTS points (each the peak of its span).
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kernlint.report.model import CheckResult, clean_finding, sorted_findings
+from kernlint.rules.result import Finding, TraceReport
+from kernlint.rules.schema import Rule
+from kernlint.trace.scopes import ScopeIndex
+from kernlint.trace.table import DEVICE_KINDS, EventTable
+
+MAX_TIMELINES = 12
+MAX_BARS = 400
+MAX_KERNEL_ROWS = 300
+MAX_SCOPE_ROWS = 200
+MAX_ALLOCATION_POINTS = 1500
+MAX_TEMPORARY_MARKS = 200
+MAX_INSTANCES = 20       # instances of one finding group listed under it
+# Rules whose findings differ in their message only (a baseline's timing change of one kernel position): never
+# grouped, each is its own.
+_GROUPED_BY_MESSAGE = frozenset({"KL801", "KL802", "KL803", "KL804", "KL805", "KL806", "KL807"})
+_FRAME_LINE = re.compile(r"\(\d+\)(?=: )")
+
+
+@dataclass
+class Bar:
+    lane: str
+    start: float
+    dur: float
+    name: str
+    category: str
+    kind: str                       # kernel, memcpy, memset, op, runtime
+    marks: tuple[str, ...] = ()     # offending, anchor, divergent
+    rank: int | None = None
+    detail: str = ""                # launching op, source
+    row: int = -1                   # the event's row in its table
+
+
+@dataclass
+class Flow:
+    from_lane: str
+    from_us: float
+    to_lane: str
+    to_us: float
+    offending: bool = False
+
+
+@dataclass
+class Timeline:
+    title: str
+    start: float
+    end: float
+    lanes: list[str]
+    bars: list[Bar]
+    flows: list[Flow]
+    finding_ids: list[str] = field(default_factory=list)
+    omitted: int = 0                # bars left out (MAX_BARS)
+    multi_rank: bool = False
+
+
+@dataclass
+class KernelRow:
+    name: str
+    category: str
+    count: int
+    total_us: float
+    mean_us: float
+    max_us: float
+
+
+@dataclass
+class ScopeRow:
+    scope: str
+    launches: int
+    total_us: float
+    findings: int
+
+
+@dataclass
+class Temporary:
+    ts: float
+    end: float | None
+    bytes: int
+    dtype: str
+    label: str
+
+
+@dataclass
+class Allocations:
+    points: list[tuple[float, int]]       # (µs since the trace's start, bytes live)
+    temporaries: list[Temporary]
+    peak: int
+    start: float
+    end: float
+
+
+@dataclass
+class FindingView:
+    """One finding, or a group of findings alike (same rule, scope, event, launching op and line: the same
+    stray kernel in every step or every rank), shown once with its instances listed."""
+
+    id: str
+    finding: Finding                 # the first instance
+    rule: Rule | None
+    timeline_id: str | None = None
+    instances: list[Finding] = field(default_factory=list)   # the others, up to MAX_INSTANCES
+    count: int = 1                   # all instances, the first included
+
+
+@dataclass
+class TraceView:
+    id: str
+    path: str
+    rank: int | None
+    events: int
+    has_device_events: bool
+    has_stacks: bool
+    gpu: str | None
+    kernels: list[KernelRow]
+    kernels_omitted: tuple[int, int, float]    # (kernel names, launches, µs) summed into one row
+    scopes: list[ScopeRow]
+    allocations: Allocations | None
+    timelines: list[Timeline]
+    damage: list[str]
+    notes: list[str]
+
+
+@dataclass
+class BaselineRow:
+    rule: str
+    kind: str                 # added, removed, slower, faster, scratch
+    name: str
+    scope: str
+    message: str
+    source: str | None
+    details: dict[str, Any] | None
+    severity: str
+
+
+@dataclass
+class VerdictRow:
+    rule: str
+    name: str
+    severity: str
+    status: str
+    reasons: list[str]
+
+
+@dataclass
+class ReportView:
+    title: str
+    exit_code: int | None
+    verdicts: list[VerdictRow]
+    findings: list[FindingView]
+    traces: list[TraceView]
+    cross_rank: list[Timeline]
+    baseline: list[BaselineRow] | None
+    baseline_warnings: list[str]
+    metadata: dict[str, Any]
+    notes: list[str]
+    counts: dict[str, int]
+    workloads: list[dict[str, Any]] | None = None    # an audit's workloads and their verdicts
+
+
+# -- helpers -------------------------------------------------------------------------------------------------
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    return values[np.isfinite(values)]
+
+
+def _scope_label(index: ScopeIndex, host: int, cache: dict) -> str:
+    key = (int(index.annotation[host]), int(index.module[host]), int(index.user_frame[host]))
+    label = cache.get(key)
+    if label is None:
+        units = index.enclosing_units(host)
+        label = cache[key] = units[0].label if units else ""
+    return label
+
+
+def _lane_of(frame, row: int) -> str:
+    kind = frame["kind"].iat[row]
+    if kind in DEVICE_KINDS:
+        stream = frame["stream"].iat[row]
+        return f"GPU {frame['device'].iat[row]} stream {stream}" if stream >= 0 else "GPU"
+    return "CPU ops" if kind == "op" else "CPU launches"
+
+
+# -- kernels, scopes, allocations ----------------------------------------------------------------------------
+def kernel_rows(table: EventTable) -> tuple[list[KernelRow], tuple[int, int, float]]:
+    f = table.frame
+    device = f[f["kind"].isin(DEVICE_KINDS)]
+    if device.empty:
+        return [], (0, 0, 0.0)
+    grouped = device.groupby("short_name", sort=False).agg(
+        category=("category", "first"), count=("dur", "size"), total=("dur", "sum"), max=("dur", "max"))
+    grouped = grouped.sort_values("total", ascending=False)
+    rows = [KernelRow(str(name), str(g.category), int(g["count"]), float(g.total), float(g.total) / int(g["count"]),
+                      float(g["max"])) for name, g in grouped.head(MAX_KERNEL_ROWS).iterrows()]
+    rest = grouped.iloc[MAX_KERNEL_ROWS:]
+    return rows, (len(rest), int(rest["count"].sum()), float(rest["total"].sum()))
+
+
+def scope_rows(table: EventTable, index: ScopeIndex, findings: list[Finding]) -> list[ScopeRow]:
+    """Device time per scope (the innermost unit that launched it): the scopes without findings summed up."""
+    f = table.frame
+    rows = np.flatnonzero(np.isin(index.kind, list(DEVICE_KINDS)) & (index.launcher >= 0))
+    dur = f["dur"].to_numpy()
+    totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    cache: dict = {}
+    for r in rows.tolist():
+        label = _scope_label(index, int(index.launcher[r]), cache) or "(no scope)"
+        entry = totals[label]
+        entry[0] += 1
+        entry[1] += float(dur[r])
+    found = defaultdict(int)
+    for finding in findings:
+        found[finding.scope] += 1
+    out = [ScopeRow(label, int(n), float(us), found.get(label, 0)) for label, (n, us) in totals.items()]
+    out.sort(key=lambda s: (-s.findings, -s.total_us))
+    return out[:MAX_SCOPE_ROWS]
+
+
+def allocations(table: EventTable) -> Allocations | None:
+    f = table.frame
+    mem = f[f["kind"].isin(("alloc", "free")) & np.isfinite(f["ts"])].sort_values("ts", kind="stable")
+    if mem.empty:
+        return None
+    ts = mem["ts"].to_numpy()
+    live = np.cumsum(mem["bytes"].to_numpy().astype(np.int64))
+    live = live - min(0, int(live.min()))     # frees of memory allocated before the window start below 0
+    start, end = float(ts[0]), float(ts[-1])
+    if len(ts) > MAX_ALLOCATION_POINTS:       # each kept point is the peak of its span
+        edges = np.linspace(0, len(ts), MAX_ALLOCATION_POINTS + 1).astype(int)
+        picks = [a + int(np.argmax(live[a:b])) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+        ts, live = ts[picks], live[picks]
+    points = [(float(t - start), int(v)) for t, v in zip(ts, live)]
+    temporaries = []
+    dtype = f["dtype"].to_numpy() if "dtype" in f else None
+    paired = f["paired"].to_numpy()
+    if dtype is not None:
+        fp8 = [r for r in mem.index[(mem["kind"] == "alloc")].tolist()
+               if isinstance(dtype[r], str) and dtype[r].startswith("float8")]
+        step = max(1, math.ceil(len(fp8) / MAX_TEMPORARY_MARKS))   # spread over the whole trace
+        for r in fp8[::step]:
+            p = int(paired[r])
+            temporaries.append(Temporary(float(f["ts"].iat[r]) - start,
+                                         float(f["ts"].iat[p]) - start if p >= 0 else None,
+                                         int(f["bytes"].iat[r]), dtype[r], f"{dtype[r]} {int(f['bytes'].iat[r]):,} B"))
+    return Allocations(points, temporaries, int(live.max(initial=0)), 0.0, end - start)
+
+
+# -- timelines -----------------------------------------------------------------------------------------------
+def _find_row(index: ScopeIndex, finding: Finding) -> int | None:
+    """The event a finding points at: same readable name, launched at the finding's time."""
+    if finding.ts is None or not math.isfinite(finding.ts):
+        return None
+    hits = np.flatnonzero((index.launch_ts == finding.ts) & (index.short_name == finding.event))
+    return int(hits[0]) if len(hits) else None
+
+
+def _window(index: ScopeIndex, row: int, scope_label: str) -> tuple[str, float, float]:
+    """The host thread and interval of the scope instance the finding's event was issued from."""
+    host = int(index.launcher[row]) if index.kind[row] in DEVICE_KINDS and index.launcher[row] >= 0 else row
+    for unit in index.enclosing_units(host):
+        if unit.label == scope_label:
+            return unit.thread, unit.ts, unit.end
+    top = int(index.top_op[host])
+    if top >= 0:
+        return str(index.thread[host]), float(index.ts[top]), float(index.end[top])
+    t = float(index.launch_ts[row])
+    return str(index.thread[host]), t - 50.0, t + 50.0
+
+
+def scope_timeline(table: EventTable, index: ScopeIndex, row: int, window: tuple[str, float, float],
+                   title: str) -> Timeline:
+    """The scope instance `window` (thread, start, end): the outermost working ops it called, the launches
+    and the device work they launched, with a flow from each launch to its kernel."""
+    thread, t0, t1 = window
+    f = table.frame
+    dur, ts = f["dur"].to_numpy(), f["ts"].to_numpy()
+    bars: list[Bar] = []
+    flows: list[Flow] = []
+    ops = index.work_ops_between(thread, t0, t1).tolist()
+    parent = index.parent_op
+    chosen = set(ops)
+    for r in ops:   # the outermost working ops: what the scope called
+        p = int(parent[r])
+        while p >= 0 and p not in chosen:
+            p = int(parent[p])
+        if p >= 0:
+            continue
+        bars.append(Bar("CPU ops", float(ts[r]), float(dur[r]), str(index.short_name[r]), str(index.category[r]),
+                        "op", (), table.meta.rank, _text(index.source[r]), r))
+    device = index.device_events_between(thread, t0, t1).tolist()
+    end = t1
+    for r in device:
+        launcher = int(index.launcher[r])
+        lane = _lane_of(f, r)
+        op = int(index.op[r])
+        detail = " · ".join(x for x in (str(index.name[op]) if op >= 0 else "", _text(index.source[launcher])) if x)
+        bars.append(Bar(lane, float(ts[r]), float(dur[r]), str(index.short_name[r]), str(index.category[r]),
+                        str(index.kind[r]), (), table.meta.rank, detail, r))
+        bars.append(Bar("CPU launches", float(ts[launcher]), float(dur[launcher]), str(index.name[launcher]),
+                        "launch", "runtime", (), table.meta.rank, "", launcher))
+        flows.append(Flow("CPU launches", float(ts[launcher]), lane, float(ts[r]), r == row))
+        end = max(end, float(ts[r] + dur[r]))
+    omitted = max(0, len(bars) - MAX_BARS)
+    if omitted:   # keep the finding's own event and the first ones
+        bars = [b for b in bars if b.row == row] + [b for b in bars if b.row != row][: MAX_BARS - 1]
+    lanes = ["CPU ops", "CPU launches"] + sorted({b.lane for b in bars} - {"CPU ops", "CPU launches"})
+    return Timeline(title, t0, end, lanes, bars, flows, omitted=omitted)
+
+
+def rank_timeline(tables: list[EventTable], findings: list[Finding]) -> Timeline | None:
+    """A run's ranks side by side, one lane each: the outermost working ops around the divergent launch
+    (each rank's time taken from its own first event, so the lanes line up), the divergent ones marked."""
+    by_rank = {t.meta.rank: t for t in tables if t.meta.rank is not None}
+    marked = [f for f in findings if f.rank in by_rank and f.ts is not None and math.isfinite(f.ts)]
+    if len(by_rank) < 2 or not marked:
+        return None
+    first = marked[0]
+    origin = {r: float(np.nanmin(t.frame["ts"].to_numpy())) for r, t in by_rank.items()}
+    center = first.ts - origin[first.rank]
+    half = 2000.0
+    bars: list[Bar] = []
+    divergent = {(f.rank, f.event, f.ts) for f in marked}
+    for rank, table in sorted(by_rank.items()):
+        index = ScopeIndex.of(table)
+        f = table.frame
+        ts, dur = f["ts"].to_numpy(), f["dur"].to_numpy()
+        lo, hi = origin[rank] + center - half, origin[rank] + center + half
+        ops = np.flatnonzero((index.kind == "op") & index.does_work & (index.parent_op < 0) & (ts >= lo) & (ts < hi))
+        for r in ops.tolist()[:MAX_BARS // len(by_rank)]:
+            key = (rank, str(index.short_name[r]), float(index.launch_ts[r]))
+            bars.append(Bar(f"rank {rank}", float(ts[r]) - origin[rank], float(dur[r]), str(index.short_name[r]),
+                            str(index.category[r]), "op", ("divergent",) if key in divergent else (), rank,
+                            _text(index.source[r])))
+    if not bars:
+        return None
+    start = min(b.start for b in bars)
+    end = max(b.start + b.dur for b in bars)
+    return Timeline(f"ranks side by side around {first.event} (rank {first.rank})", start, end,
+                    [f"rank {r}" for r in sorted(by_rank)], bars, [], multi_rank=True)
+
+
+# -- the whole report ----------------------------------------------------------------------------------------
+def _gpu(table: EventTable) -> str | None:
+    props = table.meta.device_properties
+    return str(props[0].get("name")) if props and isinstance(props[0], dict) and props[0].get("name") else None
+
+
+def _metadata(tables: list[EventTable], extra: dict[str, Any] | None) -> dict[str, Any]:
+    from kernlint.baseline.environment import environment_of, sidecar_metadata
+
+    out: dict[str, Any] = {}
+    for table in tables[:8]:
+        meta = table.meta.run_metadata or sidecar_metadata(table.path)
+        facts = environment_of(meta, table)
+        if table.meta.distributed:
+            facts["distributed"] = {k: table.meta.distributed.get(k) for k in ("backend", "rank", "world_size")}
+        if meta and isinstance(meta.get("nvml"), dict):
+            facts["nvml"] = meta["nvml"]
+        out[table.path] = facts
+    if extra:
+        out["run"] = extra
+    return out
+
+
+def _baseline_rows(report: TraceReport) -> list[BaselineRow]:
+    kinds = {"KL801": "added", "KL802": "added", "KL805": "removed", "KL804": "slower", "KL806": "faster",
+             "KL803": "scratch", "KL807": "scratch"}
+    rows = []
+    for f in sorted_findings(report.findings):
+        f = clean_finding(f)
+        kind = kinds.get(f.rule) or (f.details or {}).get("direction") or (f.details or {}).get("change") or "change"
+        rows.append(BaselineRow(f.rule, kind, f.event, f.scope, f.message, f.source, f.details, f.severity))
+    return rows
+
+
+def build_report_view(result: CheckResult, tables: list[EventTable], *, title: str = "kernlint report",
+                      metadata: dict[str, Any] | None = None) -> ReportView:
+    """The report of a check: `result` with the tables it was made from (same traces, any order)."""
+    rules = {r.id: r for r in result.rules}
+    by_path = {t.path: t for t in tables}
+    groups: dict[tuple, FindingView] = {}
+    for f in sorted_findings(result.findings):
+        f = clean_finding(f)
+        key = (f.rule, f.scope, f.event, f.launch_op, f.source, f.message if f.rule in _GROUPED_BY_MESSAGE else "")
+        view = groups.get(key)
+        if view is None:
+            groups[key] = FindingView(f"finding-{len(groups) + 1}", f, rules.get(f.rule))
+        else:
+            view.count += 1
+            if len(view.instances) < MAX_INSTANCES:
+                view.instances.append(f)
+    views = list(groups.values())
+    verdicts = []
+    for rule in result.rules:
+        reasons = sorted({o.reason for r in result.reports for o in r.outcomes if o.rule == rule.id and o.reason})
+        verdicts.append(VerdictRow(rule.id, rule.name, rule.severity, result.rule_status(rule.id), reasons))
+    traces: list[TraceView] = []
+    for n, report in enumerate(r for r in result.reports if r.subject == "trace"):
+        table = by_path.get(report.trace)
+        if table is None:
+            continue
+        index = ScopeIndex.of(table)
+        own = [v for v in views if v.finding.trace == report.trace and v.finding.rule in rules
+               and not rules[v.finding.rule].cross_rank and not rules[v.finding.rule].needs_baseline]
+        timelines: list[Timeline] = []
+        seen: dict[tuple, Timeline] = {}
+        for view in own:
+            f = view.finding
+            if f.event_kind in ("alloc", "free"):   # drawn on the allocation chart
+                view.timeline_id = "allocations"
+                continue
+            row = _find_row(index, f)
+            if row is None:
+                continue
+            window = _window(index, row, f.scope)
+            timeline = seen.get(window)
+            if timeline is None:
+                if len(timelines) >= MAX_TIMELINES:
+                    continue
+                timeline = seen[window] = scope_timeline(table, index, row, window, f.scope or "no scope")
+                timelines.append(timeline)
+            _mark(timeline, row, f.anchor)
+            timeline.finding_ids.append(view.id)
+            view.timeline_id = f"tl-{n}-{timelines.index(timeline)}"
+        kernels, omitted = kernel_rows(table)
+        traces.append(TraceView(
+            f"trace-{n}", report.trace, report.rank, report.events, report.has_device_events, report.has_stacks,
+            _gpu(table), kernels, omitted, scope_rows(table, index, [v.finding for v in own]),
+            allocations(table), timelines, list(report.damage), list(report.notes)))
+    cross = []
+    for report in result.reports:
+        if report.subject != "run group" or not report.findings:
+            continue
+        timeline = rank_timeline(_one_per_rank(tables, report), report.findings)
+        if timeline is not None:
+            ids = {v.id for v in views if v.finding.trace in {t.path for t in tables} and v.finding.rank is not None
+                   and rules.get(v.finding.rule) is not None and rules[v.finding.rule].cross_rank}
+            timeline.finding_ids = sorted(ids)
+            cross.append(timeline)
+    baseline_reports = [r for r in result.reports if r.subject == "baseline"]
+    counts = defaultdict(int)
+    for v in verdicts:
+        counts[v.status] += 1
+    return ReportView(
+        title=title, exit_code=result.exit_code, verdicts=verdicts, findings=views, traces=traces,
+        cross_rank=cross,
+        baseline=[row for r in baseline_reports for row in _baseline_rows(r)] if baseline_reports else None,
+        baseline_warnings=[w for r in baseline_reports for w in r.warnings],
+        metadata=_metadata(tables, metadata), notes=list(result.notes), counts=dict(counts))
+
+
+def _one_per_rank(tables: list[EventTable], report: TraceReport) -> list[EventTable]:
+    """The group's tables, one a rank (the first of each, in input order)."""
+    ranks = {}
+    for t in tables:
+        if t.meta.rank in (report.ranks or []) and t.meta.rank not in ranks:
+            ranks[t.meta.rank] = t
+    return list(ranks.values())
+
+
+def _mark(timeline: Timeline, row: int, anchor: str | None) -> None:
+    """Mark a finding's event, and the kernels or ops of its anchor, in the timeline that holds them."""
+    for bar in timeline.bars:
+        if bar.row == row and bar.kind != "runtime":
+            bar.marks = tuple(sorted(set(bar.marks) | {"offending"}))
+        elif anchor and bar.name == anchor and bar.kind != "runtime":
+            bar.marks = tuple(sorted(set(bar.marks) | {"anchor"}))
+
+
+def audit_report_view(run) -> ReportView:
+    """The report of an audit (kernlint.audit.AuditRun run with tables kept): every workload's traces and
+    verdicts, its expected verdicts beside them, and the baseline comparison when there was one."""
+    reports = [r for v in run.verdicts if v.report is not None for r in ([v.report] if v.ranks == 1 else [])]
+    reports += [r for v in run.verdicts if v.ranks > 1 for r in v.rank_reports]
+    if run.baseline_report is not None:
+        reports.append(run.baseline_report)
+    tables = [t for v in run.verdicts for t in v.tables]
+    rules = run.rules or []
+    result = CheckResult(reports=reports, rules=rules, exit_code=0 if run.all_as_expected else 1)
+    view = build_report_view(result, tables, title=f"kernlint audit on {run.device}", metadata=run.metadata)
+    view.workloads = [{"name": v.workload.name, "kind": "regressed" if v.workload.regressed else "fixed",
+                       "ranks": v.ranks, "expected": ", ".join(f"{r} {s}" for r, s in v.workload.expect.items()),
+                       "actual": ", ".join(f"{o.rule} {o.status}" for o in (v.report.outcomes if v.report else [])
+                                           if o.rule in v.workload.expect),
+                       "ok": v.ok, "problems": "; ".join(v.problems)} for v in run.verdicts]
+    return view

@@ -1,0 +1,126 @@
+"""The HTML report without a browser: what the view keeps of a trace, the Content-Security-Policy against
+the page's own inline code, grouping, the baseline section, and `audit --html`. (tests/test_html_report.py
+opens the reports in headless Chromium.)"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from kernlint.cli import main
+from kernlint.report.model import CheckResult
+from kernlint.report.views import MAX_INSTANCES, build_report_view
+from kernlint.rules.engine import check_traces
+from kernlint.rules.loader import load_rules
+from kernlint.trace.load import load_trace
+
+REPO = Path(__file__).resolve().parents[1]
+GPU = REPO / "fixtures" / "traces" / "gpu"
+REGRESSED = GPU / "block_regressed.pt.trace.json.gz"
+
+
+def report(tmp_path, *args) -> str:
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", *map(str, args), "-o", str(out), "--isolated"])
+    assert result.exit_code == 0, result.output
+    return out.read_text(encoding="utf-8")
+
+
+def _sha(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+def test_the_csp_allows_exactly_the_inline_style_and_script(tmp_path):
+    page = report(tmp_path, REGRESSED)
+    (csp,) = re.findall(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    csp = html.unescape(csp)
+    assert "default-src 'none'" in csp and "unsafe" not in csp
+    (style,) = re.findall(r"<style>(.*?)</style>", page, re.S)
+    (script,) = re.findall(r"<script>(.*?)</script>", page, re.S)
+    assert f"style-src '{_sha(style)}'" in csp and f"script-src '{_sha(script)}'" in csp
+    assert not re.search(r"""\s(?:src|href)=["'](?:https?:)?//""", page)     # nothing fetched from anywhere
+    assert ' style="' not in page                                            # inline style attributes are blocked
+
+
+def test_a_view_keeps_the_offending_kernel_its_anchor_and_the_flows():
+    table = load_trace(REGRESSED)
+    rules = [r for r in load_rules() if not r.needs_baseline]
+    view = build_report_view(CheckResult(check_traces([table], rules), rules, 1), [table])
+    (trace,) = view.traces
+    assert [len(t.flows) for t in trace.timelines] == [3, 3]    # fill, quant and GEMM launches of each layer
+    for timeline in trace.timelines:
+        marked = {(b.name, m) for b in timeline.bars for m in b.marks}
+        assert marked == {("vectorized_elementwise_kernel[FillFunctor<BFloat16>]", "offending"),
+                          ("scale_1x128_kernel", "anchor")}
+        assert sum(f.offending for f in timeline.flows) == 1
+    assert [f.timeline_id for f in view.findings] == ["tl-0-0", "tl-0-1"]
+    assert trace.kernels[0].total_us >= trace.kernels[-1].total_us            # most device time first
+
+
+def test_repeated_findings_are_grouped_with_their_instances(tmp_path):
+    sys.path.insert(0, str(REPO / "bench"))
+    from bench_load import base_trace, replicate
+
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(replicate(base_trace(), 30_000)))
+    table = load_trace(path)
+    rules = [r for r in load_rules() if not r.needs_baseline]
+    result = CheckResult(check_traces([table], rules), rules, 1)
+    view = build_report_view(result, [table])
+    assert len(result.findings) > 40
+    assert len(view.findings) == 2 and sum(v.count for v in view.findings) == len(result.findings)
+    assert all(len(v.instances) == MAX_INSTANCES for v in view.findings)
+    page = report(tmp_path, path)
+    assert page.count('class="kl-finding') == 2 and f"{view.findings[0].count} times" in page
+
+
+def test_the_baseline_section_lists_the_added_kernel(tmp_path):
+    baseline = tmp_path / "b.json"
+    assert CliRunner().invoke(main, ["baseline", "record", str(GPU / "block_clean.pt.trace.json.gz"), "-o",
+                                     str(baseline), "-q", "--isolated"]).exit_code == 0
+    page = report(tmp_path, REGRESSED, "--baseline", baseline)
+    section = page[page.index('<section id="baseline">'):]
+    section = section[:section.index("</section>")]
+    assert section.count('class="kl-added') == 2 and "FillFunctor" in section
+    assert 'id="baseline"' not in report(tmp_path, REGRESSED)
+
+
+def test_hostile_names_are_escaped_in_the_markup(tmp_path):
+    payload = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+    events = [
+        {"ph": "X", "cat": "python_function", "name": f"nn.Module: Linear{payload}", "pid": 1, "tid": 1, "ts": 0,
+         "dur": 100},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::fill_", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 11, "dur": 2,
+         "args": {"correlation": 1}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 30, "dur": 2,
+         "args": {"correlation": 2}},
+        {"ph": "X", "cat": "kernel", "name": f"fill_kernel{payload}", "pid": 0, "tid": 7, "ts": 50, "dur": 1,
+         "args": {"correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "scale_1x128_kernel", "pid": 0, "tid": 7, "ts": 52, "dur": 1,
+         "args": {"correlation": 2}},
+    ]
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    page = report(tmp_path, path)
+    assert "<img src=x" not in page and page.count("<script>") == 1
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_audit_writes_an_html_report_of_every_workload(tmp_path):
+    out = tmp_path / "audit.html"
+    result = CliRunner().invoke(main, ["audit", "--device", "cpu", "--html", str(out), "--isolated"])
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    section = page[page.index('<section id="workloads">'):page.index("</section>")]
+    for name in ("fp8-block-linear", "fp8-dummy-init", "fp8-tp-mlp"):
+        assert f'data-workload="{name}"' in section
+    # Every trace of the audit is in the report: one for each single-rank workload, one per rank of the MLP.
+    assert page.count('<h3 class="mono">') == 4
+    assert '<section id="allocations">' in page and "torch" in page
