@@ -12,5 +12,7 @@ export PYTHONPATH=/tmp/site:$PWD
 python3 -m pip install -q --no-deps --no-build-isolation --no-index --no-compile --target /tmp/kl "$PWD" \
   >/tmp/kl-install.log 2>&1 || { tail -5 /tmp/kl-install.log; exit 1; }
 export PATH=/tmp/kl/bin:$PATH PYTHONPATH=/tmp/site:$PWD:/tmp/kl
+# No browser there (and no network to install one): the HTML report tests run in CI, and skip here.
+export KERNLINT_SKIP_BROWSER=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 { nvidia-smi -L; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'GPUs', torch.cuda.device_count())"; } 2>&1 | tee "$OUT/gpu.txt"

@@ -413,8 +413,11 @@ def build_report_view(result: CheckResult, tables: list[EventTable], *, title: s
     views = list(groups.values())
     verdicts = []
     for rule in result.rules:
-        reasons = sorted({o.reason for r in result.reports for o in r.outcomes if o.rule == rule.id and o.reason})
-        verdicts.append(VerdictRow(rule.id, rule.name, rule.severity, result.rule_status(rule.id), reasons))
+        status = result.rule_status(rule.id)
+        # Why the rule has the verdict it has: the reasons of the outcomes with that verdict.
+        reasons = sorted({o.reason for r in result.reports for o in r.outcomes
+                          if o.rule == rule.id and o.reason and o.status == status})
+        verdicts.append(VerdictRow(rule.id, rule.name, rule.severity, status, reasons))
     traces: list[TraceView] = []
     for n, report in enumerate(r for r in result.reports if r.subject == "trace"):
         table = by_path.get(report.trace)
@@ -496,7 +499,7 @@ def audit_report_view(run) -> ReportView:
     if run.baseline_report is not None:
         reports.append(run.baseline_report)
     tables = [t for v in run.verdicts for t in v.tables]
-    rules = run.rules or []
+    rules = [r for r in run.rules if run.baseline_report is not None or not r.needs_baseline]
     result = CheckResult(reports=reports, rules=rules, exit_code=0 if run.all_as_expected else 1)
     view = build_report_view(result, tables, title=f"kernlint audit on {run.device}", metadata=run.metadata)
     view.workloads = [{"name": v.workload.name, "kind": "regressed" if v.workload.regressed else "fixed",
