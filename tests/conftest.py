@@ -25,8 +25,9 @@ PROGRAMS = FIXTURES / "programs"
 
 
 def load_program(name: str):
-    """Import fixtures/programs/NAME.py by path."""
-    spec = importlib.util.spec_from_file_location(f"kernlint_fixture_program_{name}", PROGRAMS / f"{name}.py")
+    """Import fixtures/programs/NAME.py by path; `zoo/NAME` is fixtures/zoo/NAME.py (the regression zoo)."""
+    path = FIXTURES / f"{name}.py" if name.startswith("zoo/") else PROGRAMS / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"kernlint_fixture_program_{name.replace('/', '_')}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -41,7 +42,7 @@ def program_trace(tmp_path_factory):
     def get(name: str) -> Path:
         if name not in cache:
             step = load_program(name).build("cpu")
-            cache[name] = record_trace(step, root / f"{name}.pt.trace.json.gz", device="cpu")
+            cache[name] = record_trace(step, root / f"{name.replace('/', '_')}.pt.trace.json.gz", device="cpu")
         return cache[name]
 
     return get
