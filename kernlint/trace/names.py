@@ -366,6 +366,12 @@ NAMED_PATTERNS: dict[str, str] = {
     # `## Call CompiledFxGraph <hash> ##`, `Torch-Compiled Region: 0/0`, `CompiledFunction(Backward)`,
     # `TorchDynamo Cache Lookup`, and DDP's `DistributedDataParallel.forward` around the whole model. Other
     # `## name ##` ranges are user annotations (torchrec's pipeline stages use that style) and are not here.
+    # -- zoo families R4/R5/R8: hot scopes, syncs, uploads (helper-owned block) --
+    # -- end R4/R5/R8 --
+    # -- zoo families R1/R2/R3: fills, copies, casts (helper-owned block) --
+    # -- end R1/R2/R3 --
+    # -- zoo families R6/R7: recompute, launch budgets (helper-owned block) --
+    # -- end R6/R7 --
     # One step of a profiled loop (torch.profiler's `prof.step()`, and kernlint's repeated runs): a baseline
     # takes each as one run of the program.
     "profiler-step-range": r"^ProfilerStep#\d+$",
