@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # One device call: every regression-zoo workload (fixtures/zoo/*.py) recorded on the H200 into $OUT/gpu-zoo/,
-# then checked there with the shipped rules (a verdict line per trace) for the rule cases to replay.
+# then all of them checked at once with the shipped rules; a verdict line per trace for the case files.
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 mkdir -p "$OUT/gpu-zoo"
 python3 scripts/record_fixtures.py --device cuda --programs fixtures/zoo --out "$OUT/gpu-zoo" 2>&1 | grep -v '^USDT' | tail -60
-for t in "$OUT"/gpu-zoo/*.pt.trace.json.gz; do
-  printf '%s: ' "$(basename "$t")"
-  python3 -m kernlint check "$t" --isolated --statistics -q 2>&1 | tr '\n' ' '
-  echo
-done | tee "$OUT/gpu-zoo-verdicts.txt"
+python3 -m kernlint check "$OUT/gpu-zoo" --isolated --format json -o "$OUT/gpu-zoo-verdicts.json"
+python3 - "$OUT/gpu-zoo-verdicts.json" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1]))
+for trace in data["traces"]:
+    failed = [r["rule"] for r in trace["rules"] if r["status"] == "failed"]
+    print(f"{trace['path'].rsplit('/', 1)[-1]}: failed {failed or 'none'}")
+PY
