@@ -512,22 +512,32 @@ _RULE_SOURCE_KEYS = frozenset({"rules", "no-builtin"})
 @_config_options
 @_debug_option
 def list_rules(rule_paths, no_builtin, fmt, config_file, isolated, debug):
-    """List the rules (with the config's [severity] applied)."""
+    """List the rules grouped by family (R1-R8, distributed, baseline), with the config's [severity] applied."""
     def body() -> int:
+        from rich.console import Group
         from rich.table import Table
         from rich.text import Text
 
+        from kernlint.rules.families import group_rules, id_span, zoo_cases
+
         rules = _rules_of(_current_config(), rule_paths, no_builtin)
+        groups = group_rules(rules)
         if fmt == "json":
             click.echo(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity, "summary": r.spec.summary,
-                                    "check": r.spec.check.type, "path": r.path} for r in rules], indent=2,
-                                   allow_nan=False))
+                                    "check": r.spec.check.type, "path": r.path, "family": family.key,
+                                    "family_title": family.title, "zoo_cases": zoo_cases(r.spec.tags)}
+                                   for family, members in groups for r in members], indent=2, allow_nan=False))
             return EXIT_CLEAN
-        table = Table("id", "name", "severity", "check", "summary", box=None)
-        for r in rules:
-            table.add_row(*(Text(printable(v)) for v in (r.id, r.name, r.severity, r.spec.check.type,
-                                                        r.spec.summary)))
-        _emit(table, None)
+        blocks = []
+        for family, members in groups:
+            ids = id_span([r.id for r in members])
+            blocks.append(Text(printable(f"{family.label} ({ids}): {family.line}"), style="bold"))
+            table = Table("id", "name", "severity", "check", "summary", box=None)
+            for r in members:
+                table.add_row(*(Text(printable(v)) for v in (r.id, r.name, r.severity, r.spec.check.type,
+                                                            r.spec.summary)))
+            blocks += [table, Text("")]
+        _emit(Group(*blocks[:-1]), None)
         return EXIT_CLEAN
 
     _guarded(body, debug)
@@ -545,6 +555,7 @@ def explain(rule_id, schema, rule_paths, no_builtin, config_file, isolated, debu
     """Print a rule's documentation (What it does / Why is this bad? / Example / Use instead / References),
     or with --schema the rule-language reference. RULE_ID is an id or a name, in any case."""
     def body() -> int:
+        from kernlint.rules.families import family_of, zoo_cases
         from kernlint.rules.loader import rule_language_reference
 
         if schema:
@@ -564,6 +575,10 @@ def explain(rule_id, schema, rule_paths, no_builtin, config_file, isolated, debu
                  "## Example", "```python", d.example.strip(), "```", "",
                  "## Use instead", "```python", d.use_instead.strip(), "```", "",
                  "## References", *[f"- {ref}" for ref in d.references]]
+        family = family_of(rule.spec.tags)
+        cases = zoo_cases(rule.spec.tags)
+        lines[1:1] = [f"Family: {family.label}",
+                      f"Zoo cases: {', '.join(map(str, cases))} (zoo.md)" if cases else "Zoo cases: none"]
         click.echo("\n".join(lines))
         return EXIT_CLEAN
 

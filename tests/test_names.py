@@ -254,6 +254,28 @@ def test_device_events_that_make_their_launch_a_sync(name, syncs):
 # DeepGEMM tests, TensorRT-LLM fp8_blockscale_gemm and its trtllm:: ops, vLLM weight_utils.py / dummy_loader.py,
 # torch.profiler and torch._inductor.
 NAMED_CASES = {
+    # -- R1/R2/R3 (fills, copies, casts) --
+    "dead-fill-fill-op": [
+        ("aten::fill_", True), ("aten::zero_", True), ("aten::masked_fill_", False), ("aten::index_fill_", False),
+        ("aten::zeros", False), ("aten::fill_diagonal_", False),
+    ],
+    "dead-fill-factory-op": [
+        ("aten::zeros", True), ("aten::full", True), ("aten::new_ones", True), ("aten::zeros_like", True),
+        ("aten::full_like", True), ("aten::empty", False), ("aten::new_empty", False), ("aten::sum", False),
+        ("aten::index_add_", False),
+    ],
+    "full-overwrite-op": [
+        ("aten::copy_", True), ("aten::uniform_", True), ("aten::normal_", True), ("aten::fill_", False),
+        ("aten::zero_", False), ("aten::add_", False), ("aten::index_copy_", False), ("aten::masked_scatter_", False),
+        ("aten::_copy_from", False),
+    ],
+    "materializing-op": [
+        ("aten::repeat", True), ("aten::tile", True), ("aten::contiguous", True), ("aten::repeat_interleave", False),
+        ("aten::clone", False), ("aten::expand", False),
+    ],
+    "cast-op": [
+        ("aten::_to_copy", True), ("aten::to", False), ("aten::copy_", False), ("aten::_to_copy_out", False),
+    ],
     "act-quant-1x128-kernel": [
         ("void tensorrt_llm::kernels::fp8_blockscale_gemm::scale_1x128_kernel<__nv_bfloat16>(__nv_fp8_e4m3*, "
          "float*, __nv_bfloat16 const*, int, int)", True),
@@ -325,6 +347,62 @@ NAMED_CASES = {
         ("model.dummy_init", True),
         ("_dummy_run", False), ("dummy_run", False), ("dummy_batch", False), ("_dummy_sampler_run", False),
         ("profile_run", False), ("execute_model", False),
+    ],
+    "invariant-source-op": [
+        ("aten::arange", True), ("aten::ones", True), ("aten::full", True), ("aten::linspace", True),
+        ("aten::eye", True),
+        ("aten::empty", False), ("aten::ones_like", False), ("aten::randn", False), ("aten::arange_out", False),
+    ],
+    "invariant-math-op": [
+        ("aten::pow", True), ("aten::outer", True), ("aten::cos", True), ("aten::sin", True), ("aten::cat", True),
+        ("aten::einsum", True), ("aten::_to_copy", True),
+        ("aten::linear", False), ("aten::mean", False), ("aten::uniform_", False), ("aten::item", False),
+        ("aten::cosine_similarity", False), ("aten::copy_", False), ("aten::masked_fill", False),
+        ("aten::lift_fresh", False),
+    ],
+    "hot-scope-range": [
+        ("ProfilerStep#12", True), ("execute_model", True), ("GPUModelRunner.execute_model", True),
+        ("forward_batch", True), ("forward_batch_generation", True), ("forward_decode", True),
+        ("forward_extend", True), ("decode_step", True), ("sampler", True), ("Sampler", True),
+        ("sample_tokens", True), ("train_step", True),
+        ("_dummy_run", False), ("profile_run", False), ("capture_model", False), ("load_model", False),
+        ("warmup", False), ("ProfilerStep", False), ("resample_buffer", False), ("scale_1x128", False),
+        ("execute_model_setup_x", False),
+    ],
+    "hot-scope-frame": [
+        ("vllm/model_executor/models/llama.py(320): forward", True),
+        ("torch/nn/modules/linear.py(125): forward", True),
+        ("vllm/v1/sample/sampler.py(60): sample", True),
+        ("transformers/generation/utils.py(2700): _sample", True),
+        ("vllm/v1/worker/gpu_model_runner.py(1500): execute_model", True),
+        ("sglang/srt/model_executor/model_runner.py(900): forward_decode", True),
+        ("tests/zoo.py(10): decode_step", True),
+        ("vllm/model_executor/model_loader/default_loader.py(260): load_weights", False),
+        ("vllm/v1/worker/gpu_model_runner.py(2301): _dummy_run", False),
+        ("vllm/v1/worker/gpu_model_runner.py(2700): capture_model", False),
+        ("train.py(10): warmup", False), ("model.py(5): __init__", False),
+        ("model.py(5): forward_hook_setup", False), ("data.py(3): resample", False),
+    ],
+    "hot-scope-module": [
+        ("Linear_0", True), ("Sampler_0", True), ("LlamaDecoderLayer_31", True),
+        ("Linear", False), ("execute_model", False), ("ProfilerStep#3", False), ("", False),
+    ],
+    "graph-capture-frame": [
+        ("torch/cuda/graphs.py(400): make_graphed_callables", True),
+        ("vllm/v1/worker/gpu_model_runner.py(2700): capture_model", True),
+        ("sglang/srt/model_executor/cuda_graph_runner.py(380): capture", True),
+        ("sglang/srt/model_executor/cuda_graph_runner.py(420): capture_one_batch_size", True),
+        ("te/graph.py(100): _make_graphed_callables", True),
+        ("kernlint/capture/runner.py(33): capture", False),
+        ("vllm/v1/worker/gpu_model_runner.py(2301): _dummy_run", False),
+        ("sglang/srt/model_executor/cuda_graph_runner.py(500): replay", False),
+        ("torch/cuda/graphs.py(70): capture_begin", False),
+    ],
+    "graph-capture-range": [
+        ("cuda_graph_capture", True), ("capture_cudagraph", True), ("CUDAGraph capture", True),
+        ("graph_capture", True),
+        ("cuda_graph_replay", False), ("execute_model", False), ("capture_model_inputs", False),
+        ("_dummy_run", False),
     ],
     "profiler-step-range": [
         ("ProfilerStep#551", True), ("ProfilerStep#0", True),

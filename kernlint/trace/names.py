@@ -367,10 +367,80 @@ NAMED_PATTERNS: dict[str, str] = {
     # `TorchDynamo Cache Lookup`, and DDP's `DistributedDataParallel.forward` around the whole model. Other
     # `## name ##` ranges are user annotations (torchrec's pipeline stages use that style) and are not here.
     # -- zoo families R4/R5/R8: hot scopes, syncs, uploads (helper-owned block) --
+    # Hot scopes: where a host sync or a per-step upload costs every step (families R4, R5; kernlint's
+    # KL401, KL501, KL502). Set-up code (model loading, weight init, warm-up before the first step) runs
+    # outside them. Ranges: torch.profiler's ProfilerStep#N (one training or serving step), vLLM's
+    # execute_model / sample_tokens, SGLang's forward_batch(_generation) / forward_decode / forward_extend /
+    # forward_idle, HF / TensorRT-LLM decode and generation steps (decode_step, generation_step, generate_step),
+    # and sampler ranges (sample, sampler, sampling, sample_tokens), any case, as whole words. Not _dummy_run,
+    # profile_run, capture_model, load_model, warmup.
+    "hot-scope-range": r"^ProfilerStep#\d+$|(?i:(?<![a-z0-9])(?:execute_model|forward_batch(?:_generation)?"
+                       r"|forward_(?:decode|extend|idle)|(?:decode|generation|generate|train|training)_?step"
+                       r"|sampl(?:e|er|ing)(?:_tokens?)?)(?![a-z0-9_]))",
+    # Python frames (`path/file.py(123): function`) of hot functions: every forward (nn.Module forwards and
+    # autograd Functions), samplers (sample, _sample, sampler, forward_sample...), vLLM's execute_model and
+    # sample_tokens, SGLang's forward_batch_generation / forward_decode / forward_extend, HF's _sample /
+    # _beam_search / greedy and decode / generation steps. Not load_weights, _dummy_run, capture_model,
+    # warmup, __init__.
+    "hot-scope-frame": r"\.py\(\d+\): (?:_?forward(?:_(?:decode|extend|idle|batch(?:_generation)?|sample))?"
+                       r"|_?sample(?:r|_tokens)?|execute_model|_?decode_step|_?generation_step|_?generate_step"
+                       r"|_beam_search|_greedy_search|_assisted_decoding|train_step|training_step)$",
+    # nn.Module frames, by the name torch.profiler prints (`Sampler_0`, `LlamaDecoderLayer_3`, without the
+    # `nn.Module: ` prefix): a module frame is its forward, and every forward is hot.
+    "hot-scope-module": r"^[A-Za-z_][A-Za-z0-9_]*_\d+$",
+    # CUDA-graph capture: regions whose launches are recorded into a graph (family R8, KL491), where any host
+    # sync makes capture fail. Frames: torch.cuda.make_graphed_callables, vLLM's capture_model /
+    # _capture_cudagraphs / CUDAGraphWrapper capture, SGLang's CudaGraphRunner.capture / capture_one_batch_size,
+    # TensorRT-LLM's and TransformerEngine's graph capture helpers. Not replay, not _dummy_run (warm-up runs
+    # eager).
+    "graph-capture-frame": r"\.py\(\d+\): (?:make_graphed_callables|_make_graphed_callables|capture_model"
+                           r"|_capture_cudagraphs?|capture_one_batch_size|_capture_graph|capture_graph"
+                           r"|capture_cuda_graph|cuda_graph_capture)$"
+                           r"|cuda_graph_runner\.py\(\d+\): capture$",
+    # record_function / NVTX ranges around capture: names with cuda_graph / cudagraph / graph together with
+    # capture (`cuda_graph_capture`, `capture_cudagraph`, `CUDAGraph capture`), any case.
+    "graph-capture-range": r"(?i)(?:cuda_?graphs?|graph)[ _]?capture|capture[ _]?(?:cuda_?)?graphs?",
     # -- end R4/R5/R8 --
     # -- zoo families R1/R2/R3: fills, copies, casts (helper-owned block) --
+    # Ops that fill a buffer with one value (dead-fill, KL101): aten::fill_ and aten::zero_ (what zeros,
+    # full, new_ones, zeros_like, ones_like... run). Not masked_fill_ / index_fill_ (partial writes).
+    "dead-fill-fill-op": r"^aten::(?:fill_|zero_)$",
+    # Factory ops that allocate and then fill (a fill below one of them is the user's choice, not some other
+    # op's implementation): zeros, ones, full and their _like / new_ forms, scalar_tensor.
+    "dead-fill-factory-op": r"^aten::(?:zeros|ones|full|zeros_like|ones_like|full_like|new_zeros|new_ones"
+                            r"|new_full|scalar_tensor|fill_|zero_)$",
+    # In-place ops that write every element of `self` without reading it: a buffer they take as `self` is
+    # overwritten whole (copy_ writes all of dst, broadcasting src). Not add_/mul_ (read), index_*_ /
+    # masked_*_ / scatter_ (partial). Not fill_ / zero_: two fills in a row are, in real traces, two small
+    # buffers of one shape (CUDA-graph capture fills its RNG seed and offset scalars back to back), and a
+    # trace cannot tell them apart.
+    "full-overwrite-op": r"^aten::(?:copy_|uniform_|normal_|random_|bernoulli_|exponential_"
+                         r"|geometric_|log_normal_|cauchy_)$",
+    # Ops that materialize a copy a consumer might have read in place (redundant-materialization, KL201):
+    # repetition (repeat, tile: a tensor N times larger) and contiguous copies.
+    "materializing-op": r"^aten::(?:repeat|tile|contiguous)$",
+    # Casting ops whose output is a new tensor of the target dtype (widening-cast, cast-round-trip).
+    "cast-op": r"^aten::_to_copy$",
     # -- end R1/R2/R3 --
     # -- zoo families R6/R7: recompute, launch budgets (helper-owned block) --
+    # Ops whose output depends only on their arguments (sizes, constants), never on a tensor: the sources of
+    # loop-invariant work (RoPE's `arange` positions and frequency exponents, masks from `ones` / `full`,
+    # `eye`, index grids). Not `empty` (no work), not the `*_like` forms (they read an input's shape and are
+    # R1's fills), not random factories (`rand`, `randn`: a new value each call is the point).
+    "invariant-source-op": r"^aten::(?:arange|linspace|logspace|ones|zeros|full|eye|scalar_tensor"
+                           r"|tril_indices|triu_indices)$",
+    # Pure functions that carry an invariant value forward unchanged in kind: arithmetic, transcendental,
+    # products, joins, views, casts and copies, triangular masks. A run of these after an
+    # `invariant-source-op` is what RoPE's cos/sin tables, ALiBi slopes and causal masks are built from. Not
+    # reductions, not GEMMs other than einsum/outer (RoPE's frequency table), not random ops, not syncs, and
+    # not ops that bring another tensor's values into a buffer (`copy_`, `masked_fill`, `where`, `lift_fresh`):
+    # those usually write activations or per-step data into it.
+    "invariant-math-op": r"^aten::(?:pow|float_power|outer|ger|mul|div|add|sub|rsub|reciprocal|neg|exp|exp2"
+                         r"|log|log2|sqrt|rsqrt|sin|cos|tan|sinh|cosh|tanh|sigmoid|polar|cat|stack|repeat"
+                         r"|repeat_interleave|expand|unsqueeze|view|reshape|flatten|transpose|permute|slice"
+                         r"|select|to|_to_copy|clone|contiguous|type_as|triu|tril|clamp|floor|ceil|round"
+                         r"|einsum|view_as_complex|view_as_real|complex|_reshape_alias|t|mul_|div_|add_|sub_"
+                         r"|neg_|pow_)$",
     # -- end R6/R7 --
     # One step of a profiled loop (torch.profiler's `prof.step()`, and kernlint's repeated runs): a baseline
     # takes each as one run of the program.

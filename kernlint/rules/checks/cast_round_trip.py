@@ -1,0 +1,69 @@
+"""cast-round-trip: a cast a -> b whose result is next used by a cast back b -> a (zoo family R3).
+
+Both casts are outermost `aten::_to_copy` ops on one thread; the intermediate is followed by shape and dtype
+(the trace names no tensors): the first op after the first cast that takes a tensor of its shape and dtype b
+(a top-level op: `aten::to` around the `_to_copy`) must be the cast back to a, inside the same scope
+instance. Not applicable on traces without input shapes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.checks.dead_fill import evidence_problem, op_args, ops_by_thread
+from kernlint.rules.checks.widening_cast import casts
+from kernlint.rules.result import decided, not_applicable
+
+
+class CastRoundTrip(CheckSpec, tag="cast-round-trip"):
+    min_numel: int = 0
+
+
+def run(rule, table, index):
+    scopes = named_scopes(index, rule)
+    if not scopes:
+        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
+    problem = evidence_problem(table, index)
+    if problem:
+        return not_applicable(rule, problem)
+    args = op_args(table)
+    found = {r: (shape, src, to) for r, shape, src, to in casts(index, args)}
+    # The top-level op around each cast (`aten::to` around `aten::_to_copy`): what the next-use search sees.
+    by_top = {int(index.top_op[r]) if int(index.top_op[r]) >= 0 else r: v for r, v in found.items()}
+    by_thread = ops_by_thread(index)
+    findings = []
+    for scope in scopes:
+        firsts = index.rows_in_scope(scope, np.array(sorted(found), dtype=np.int64), key="ts").tolist()
+        for r in firsts:
+            shape, src, mid = found[r]
+            n = 1
+            for d in shape:
+                n *= int(d)
+            if src == mid or n < rule.spec.check.min_numel:
+                continue
+            rows = by_thread.get(index.thread[r], np.array([], dtype=np.int64))
+            top = int(index.top_op[r]) if int(index.top_op[r]) >= 0 else r
+            start = int(np.searchsorted(index.ts[rows], index.end[top], "left"))
+            for o in rows[start:].tolist():
+                if index.ts[o] >= scope.end:
+                    break
+                oa = args.get(o)
+                if oa is None:
+                    continue
+                if not any((t := oa.tensor(i)) is not None and t[0] == shape and t[1] == mid
+                           for i in range(len(oa.types))):
+                    continue
+                back = by_top.get(o)
+                if back is not None and back[0] == shape and back[1] == mid and back[2] == src:
+                    findings.append(make_finding(
+                        rule, index, r, scope,
+                        f"{src} -> {mid} -> {src} round trip of a tensor of shape {list(shape)} in {scope.label}: "
+                        f"the {mid} copy's next use is the cast back", None,
+                        event=f"aten::_to_copy {src} -> {mid} -> {src} {list(shape)}"))
+                break
+    return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))
+
+
+register(CheckKind(
+    type="cast-round-trip", spec=CastRoundTrip, run=run, needs_scope=True,
+    summary="No cast a -> b whose next use is the cast back b -> a, in the named scopes."))

@@ -1,0 +1,61 @@
+"""contiguous-clone: a `.clone()` of a tensor that is already contiguous, inside the named (hot) scopes
+(zoo family R2).
+
+The clone is a top-level `aten::clone` (one that an op runs inside itself, as `.contiguous()` of a strided
+tensor or `reshape` do, is not counted); its first argument's strides are the contiguous ones for its
+shape. Such a clone is a full device-to-device copy (`Memcpy DtoD` or a copy kernel) and an allocation on
+every call. It is needed only when the original is written in place later while the clone must keep the
+old values, which a trace cannot show (it names no tensors). Not applicable on traces without input shapes
+or strides.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.checks.dead_fill import ITEMSIZE, contiguous_strides, evidence_problem, numel, op_args
+from kernlint.rules.result import decided, not_applicable
+
+
+class ContiguousClone(CheckSpec, tag="contiguous-clone"):
+    min_bytes: int = 0
+
+
+def run(rule, table, index):
+    scopes = named_scopes(index, rule)
+    if not scopes:
+        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
+    problem = evidence_problem(table, index)
+    if problem:
+        return not_applicable(rule, problem)
+    args = op_args(table)
+    wanted, info = [], {}
+    for r in np.flatnonzero(index.kind == "op").tolist():
+        if str(index.name[r]) != "aten::clone" or int(index.parent_op[r]) >= 0:
+            continue   # only the user's own clone, not one an op (contiguous, reshape...) runs inside
+        a = args.get(r)
+        src = a.tensor(0) if a else None
+        if src is None or src[2] is None or src[2] != contiguous_strides(src[0]):
+            continue
+        nbytes = numel(src[0]) * ITEMSIZE.get(src[1], 4)
+        if nbytes < max(rule.spec.check.min_bytes, 1):
+            continue
+        wanted.append(r)
+        info[r] = (src[0], src[1], nbytes)
+    if not any(len(args.get(r).strides or []) for r in args):
+        return not_applicable(rule, "the trace has no input strides (record with record_shapes=True)")
+    rows = np.array(wanted, dtype=np.int64)
+    findings = []
+    for scope in scopes:
+        for r in index.rows_in_scope(scope, rows, key="ts").tolist():
+            shape, dtype, nbytes = info[r]
+            findings.append(make_finding(
+                rule, index, r, scope,
+                f"aten::clone copies a contiguous {dtype} tensor of shape {list(shape)} ({nbytes} B) in "
+                f"{scope.label}", None, event=f"aten::clone {dtype} {list(shape)}"))
+    return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))
+
+
+register(CheckKind(
+    type="contiguous-clone", spec=ContiguousClone, run=run, needs_scope=True,
+    summary="No clone of an already contiguous tensor in the named scopes."))

@@ -1,0 +1,103 @@
+"""forbid-sync-in-scope: no host synchronization inside any instance of the named scope, one finding per sync.
+
+A sync shows as a chain of events: `.item()` is `aten::item` -> `aten::_local_scalar_dense` (-> a DtoH
+`cudaMemcpyAsync` and a `cudaStreamSynchronize` on a GPU); `if t:` adds `aten::is_nonzero` on top; boolean-mask
+indexing is `aten::index` -> `aten::nonzero`; `.cpu()` is `aten::to` -> `_to_copy` -> `copy_` -> a pageable
+DtoH `cudaMemcpyAsync` and a `cudaStreamSynchronize`. forbid-in-scope counts either the outermost op only
+(and misses the `nonzero` inside `aten::index`) or every matching op (and counts `.item()` twice or thrice).
+This kind counts the outermost *matching* event of each chain, and runtime calls that no matching op encloses
+once per enclosing op (a `.cpu()` is one sync, not its copy call and its synchronize). On traces with device
+events an op counts only when a matching runtime call (a synchronize, a pageable DtoH copy) runs inside it:
+`.item()` of a CPU tensor is not a sync. Events under the profiler's own frames (its stop synchronizes the
+device) are never counted.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.checks.forbid_in_scope import needs_a_filter, scope_rows
+from kernlint.rules.result import decided, not_applicable
+from kernlint.trace.patterns import compile_pattern
+from kernlint.trace.rows import EventFilter, outermost
+
+
+class ForbidSyncInScope(CheckSpec, tag="forbid-sync-in-scope"):
+    kinds: list[str] = []
+    names: list[str] = []
+    device_categories: list[str] = []
+    op_categories: list[str] = []
+    # Python frames (regexes) under which an event does not count: a library's own deliberate sync, such as
+    # the torch.cuda.synchronize() that torch.cuda.graph runs before capture begins.
+    exclude_frames: list[str] = []
+
+
+def under_frames(index, row: int, patterns: list[str], cache: dict[int, bool]) -> bool:
+    """Whether a Python frame on the row's stack matches one of `patterns` (False without stacks)."""
+    f, seen, verdict = int(index.frame_col[row]), [], False
+    while f >= 0:
+        known = cache.get(f)
+        if known is not None:
+            verdict = known
+            break
+        seen.append(f)
+        if any(compile_pattern(p).search(str(index.name[f])) for p in patterns):
+            verdict = True
+            break
+        f = int(index.frame_col[f])
+    for x in seen:
+        cache[x] = verdict
+    return verdict
+
+
+def sync_rows(index, scope, event_filter: EventFilter, confirm: bool) -> list[int]:
+    """The syncs of one scope instance, one row per sync, in issue order. With `confirm` (traces with
+    device events), an op counts only when a matching runtime call runs inside it: `.item()` of a CPU
+    tensor (the value lifted by `x[mask] = 0.5`) reads no device and issues no synchronize."""
+    rows = scope_rows(index, scope, event_filter, nested=True)
+    if confirm:
+        # Host rows of a scope instance are on its thread: one sorted list of call start times.
+        starts = np.sort(np.array([index.ts[r] for r in rows if index.kind[r] == "runtime"], dtype=float))
+
+        def confirmed(r: int) -> bool:
+            i = int(np.searchsorted(starts, index.ts[r], "left"))
+            return i < len(starts) and starts[i] < index.end[r]
+
+        rows = [r for r in rows if index.kind[r] != "op" or confirmed(r)]
+    rows = outermost(index, rows)
+    out, owners = [], set()
+    for r in rows:
+        if index.kind[r] == "runtime":
+            # The outermost op around the call inside this scope instance: one sync per such op.
+            owner, p = -1, int(index.parent_op[r])
+            while p >= 0 and scope.ts <= index.ts[p] < scope.end and p != scope.row:
+                owner, p = p, int(index.parent_op[p])
+            if owner >= 0:
+                if owner in owners:
+                    continue
+                owners.add(owner)
+        out.append(r)
+    return out
+
+
+def run(rule, table, index):
+    scopes = named_scopes(index, rule)
+    if not scopes:
+        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
+    flt = EventFilter.of(rule.spec.check)
+    excluded, cache = rule.spec.check.exclude_frames, {}
+    findings = []
+    for scope in scopes:
+        for r in sync_rows(index, scope, flt, confirm=table.has_device_events):
+            if excluded and under_frames(index, r, excluded, cache):
+                continue
+            event = str(index.short_name[r])
+            op = int(index.parent_op[r]) if index.kind[r] == "runtime" else -1
+            inside = f" (in {index.short_name[op]})" if op >= 0 else ""
+            findings.append(make_finding(rule, index, r, scope, f"{event}{inside} in {scope.label}", None))
+    return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))
+
+
+register(CheckKind(
+    type="forbid-sync-in-scope", spec=ForbidSyncInScope, run=run, needs_scope=True, validate=needs_a_filter,
+    summary="No matching event (a host sync) inside any instance of the named scope; one finding per sync chain."))

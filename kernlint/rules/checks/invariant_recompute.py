@@ -1,0 +1,162 @@
+"""invariant-recompute: a chain of ops built from constants only, recomputed with the same output sizes.
+
+What a trace can show. Kineto records no tensor identities that link one op's output to the next op's input,
+so data flow is inferred from order: a *constant chain* is a run of consecutive top-level ops on one host
+thread, issued from one unit (the innermost nn.Module or record_function range; the Python frame where
+there is neither), that starts with a `sources` op (a factory whose output depends only on its arguments:
+`arange`, `ones`, `full`, ...) and continues with `ops` (pure arithmetic, transcendental, join, view, cast
+ops). Any other op (a GEMM, a reduction, a random op, a sync), a change of unit, or the end of the unit ends
+the chain. A chain with fewer than `min-ops` working ops (views do not count) is ignored: `arange` feeding
+an embedding lookup is not a recompute.
+
+A chain's signature is its working ops' names and the bytes each allocated (output sizes). A signature seen
+two or more times in the trace (in two steps, two calls of a module, two layers) is work that depends only
+on constants and was done again: one finding per signature, at its second occurrence, saying how often it
+ran. The check is decided only where a recompute could show: the trace holds two or more profiler steps, or
+a module class or range that runs two or more times; otherwise it is not applicable (a single forward's
+first computation looks the same as a recompute).
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import numpy as np
+
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
+from kernlint.rules.result import decided, not_applicable
+from kernlint.trace.names import NAMED_PATTERNS, named_pattern
+from kernlint.trace.patterns import PatternError, compile_pattern
+from kernlint.trace.rows import display_name
+
+_INSTANCE_SUFFIX = re.compile(r"_\d+$")
+
+
+class InvariantRecompute(CheckSpec, tag="invariant-recompute"):
+    sources: str
+    ops: str
+    min_ops: int = 3
+
+
+def _pattern(text: str):
+    """A rule's pattern: `@name` is the names table's entry of that name."""
+    return compile_pattern(named_pattern(text[1:]) if text.startswith("@") else text)
+
+
+def validate(rule):
+    c = rule.spec.check
+    if c.min_ops < 2:
+        return "invariant-recompute: min-ops must be at least 2 (a source and one op on it)", ["check", "min-ops"]
+    for key, value in (("sources", c.sources), ("ops", c.ops)):
+        try:
+            _pattern(value)
+        except (KeyError, PatternError) as exc:
+            return f"invariant-recompute: {key}: {str(exc).strip(chr(34))}", ["check", key]
+    return None
+
+
+def _repeated_unit(index) -> str | None:
+    """Why a recompute could show in this trace (a repeated step, module class or range), or None."""
+    steps = compile_pattern(NAMED_PATTERNS["profiler-step-range"])
+    names: dict[str, int] = defaultdict(int)
+    step_count = 0
+    for r in np.flatnonzero(np.isin(index.kind, ["module", "annotation"])).tolist():
+        name = display_name(index, r)
+        if index.kind[r] == "annotation" and steps.search(name):
+            step_count += 1
+            continue
+        if index.is_container(r):
+            continue
+        names[(index.kind[r], _INSTANCE_SUFFIX.sub("", name))] += 1
+    if step_count >= 2:
+        return f"{step_count} profiler steps"
+    repeated = sorted(n for (_, n), c in names.items() if c >= 2)
+    return f"{repeated[0]} runs more than once" if repeated else None
+
+
+def _unit_of(index, row: int) -> tuple[int, int]:
+    m, a = int(index.module[row]), int(index.annotation[row])
+    return (m, a) if (m >= 0 or a >= 0) else (-1, -2 - int(index.user_frame[row]))
+
+
+def _chains(index, sources, ops):
+    """Constant chains: lists of top-level op rows, per thread in time order."""
+    top = np.flatnonzero((index.kind == "op") & (index.parent_op < 0))
+    by_thread: dict[str, list[int]] = defaultdict(list)
+    for r in top[np.argsort(index.ts[top], kind="stable")].tolist():
+        by_thread[index.thread[r]].append(r)
+    verdict: dict[str, str] = {}
+
+    def role(r: int) -> str:
+        name = str(index.name[r])
+        got = verdict.get(name)
+        if got is None:
+            got = verdict[name] = ("source" if sources.search(name) else "op" if ops.search(name) else "")
+        return got
+
+    for rows in by_thread.values():
+        chain: list[int] = []
+        for r in rows:
+            kind = role(r)
+            if chain and kind and _unit_of(index, r) == _unit_of(index, chain[0]) \
+                    and index.ts[r] >= index.end[chain[-1]]:
+                chain.append(r)
+                continue
+            if chain:
+                yield chain
+            chain = [r] if kind == "source" else []
+        if chain:
+            yield chain
+
+
+def _signature(index, chain: list[int]) -> tuple:
+    frame_bytes = index.table.frame["bytes"].to_numpy()
+    sig = []
+    for r in chain:
+        if not index.does_work[r]:
+            continue
+        allocs = index.allocs_between(index.thread[r], index.ts[r], index.end[r])
+        sig.append((str(index.name[r]), int(frame_bytes[allocs].clip(min=0).sum()) if len(allocs) else 0))
+    return tuple(sig)
+
+
+def _scope(index, row: int):
+    units = index.enclosing_units(row)
+    if units:
+        return units[0]
+    for column in (index.module, index.annotation, index.user_frame):
+        if column[row] >= 0:
+            return index.unit(int(column[row]))
+    return index.unit(row)
+
+
+def run(rule, table, index):
+    spec = rule.spec.check
+    why = _repeated_unit(index)
+    if why is None:
+        return not_applicable(rule, "no step, module class or range runs twice in this trace: a recompute "
+                                    "cannot be told from a first computation")
+    sources, ops = _pattern(spec.sources), _pattern(spec.ops)
+    seen: dict[tuple, list[list[int]]] = defaultdict(list)
+    for chain in _chains(index, sources, ops):
+        sig = _signature(index, chain)
+        if len(sig) >= spec.min_ops and len({name for name, _ in sig}) >= 2:
+            seen[sig].append(chain)
+    findings = []
+    for sig, chains in seen.items():
+        if len(chains) < 2:
+            continue
+        row = chains[1][0]
+        names = " -> ".join(n.removeprefix("aten::") for n, _ in sig)
+        total = sum(b for _, b in sig)
+        findings.append(make_finding(
+            rule, index, row, _scope(index, row),
+            f"constant-only chain {names} ({len(sig)} ops, {total} bytes of output) computed {len(chains)} "
+            f"times with the same sizes; compute it once and reuse it", None))
+    return decided(rule, findings, "op", len(seen), note=f"repetition seen: {why}")
+
+
+register(CheckKind(
+    type="invariant-recompute", spec=InvariantRecompute, run=run, validate=validate,
+    summary="A chain of ops that starts at a constant factory (`sources`) and continues with pure ops (`ops`), "
+            "at least `min-ops` working ops, computed two or more times with the same output sizes."))

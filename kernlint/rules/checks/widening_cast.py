@@ -1,0 +1,74 @@
+"""widening-cast: a cast (`aten::_to_copy`) from one of the listed dtypes to one of the listed wider ones,
+of a large tensor, inside the named (hot) scopes (zoo family R3).
+
+The cast's source dtype and shape are its first argument's `Input type` / `Input Dims`; the target dtype is
+the ScalarType code `Concrete Inputs` holds. The output's bytes are its numel times the target's itemsize.
+`.to()` to the dtype a tensor already has runs no `_to_copy`, so it is never counted. Not applicable on traces
+without input shapes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.checks.dead_fill import ITEMSIZE, dtype_arg, evidence_problem, numel, op_args
+from kernlint.rules.result import decided, not_applicable
+from kernlint.trace.names import named_pattern
+from kernlint.trace.patterns import compile_pattern
+
+
+class WideningCast(CheckSpec, tag="widening-cast"):
+    from_dtypes: list[str]
+    to_dtypes: list[str]
+    min_bytes: int = 0          # of the cast's output
+    min_last_dim: int = 0       # of the cast tensor's last dimension (a vocabulary, not a hidden size)
+
+
+def casts(index, args) -> list[tuple[int, tuple, str, str]]:
+    """Outermost `_to_copy` ops with a known source tensor and target dtype: (row, shape, from, to)."""
+    regex = compile_pattern(named_pattern("cast-op"))
+    out = []
+    for r in np.flatnonzero(index.kind == "op").tolist():
+        if not regex.search(str(index.name[r])):
+            continue
+        p = int(index.parent_op[r])
+        if p >= 0 and regex.search(str(index.name[p])):
+            continue
+        a = args.get(r)
+        src = a.tensor(0) if a else None
+        to = dtype_arg(a, 1) if a else None
+        if src is None or not to:
+            continue
+        out.append((r, src[0], src[1], to))
+    return out
+
+
+def run(rule, table, index):
+    scopes = named_scopes(index, rule)
+    if not scopes:
+        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
+    problem = evidence_problem(table, index)
+    if problem:
+        return not_applicable(rule, problem)
+    c = rule.spec.check
+    wanted = [r for r, shape, src, to in casts(index, op_args(table))
+              if src in c.from_dtypes and to in c.to_dtypes
+              and numel(shape) * ITEMSIZE.get(to, 4) >= c.min_bytes
+              and (not c.min_last_dim or (shape and shape[-1] >= c.min_last_dim))]
+    info = {r: (shape, src, to) for r, shape, src, to in casts(index, op_args(table))}
+    rows = np.array(wanted, dtype=np.int64)
+    findings = []
+    for scope in scopes:
+        for r in index.rows_in_scope(scope, rows, key="ts").tolist():
+            shape, src, to = info[r]
+            nbytes = numel(shape) * ITEMSIZE.get(to, 4)
+            findings.append(make_finding(
+                rule, index, r, scope,
+                f"{src} -> {to} cast of a tensor of shape {list(shape)} allocates {nbytes} B in {scope.label}",
+                None, event=f"aten::_to_copy {src} -> {to} {list(shape)}"))
+    return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))
+
+
+register(CheckKind(
+    type="widening-cast", spec=WideningCast, run=run, needs_scope=True,
+    summary="No cast from the listed dtypes to the listed wider ones, of at least min-bytes, in the named scopes."))
