@@ -27,6 +27,8 @@ class Workload:
     regressed: bool = False
     devices: tuple[str, ...] = ("cpu", "cuda")
     distributed: bool = False      # needs torch.distributed: run with --nproc N
+    # Verdicts that differ when a distributed workload runs on one rank (what only rank 1 does is absent).
+    expect_one_rank: Mapping[str, str] = field(default_factory=dict)
 
 
 def resolve_device(device: str) -> str:

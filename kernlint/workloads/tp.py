@@ -66,7 +66,8 @@ def build_tp_mlp(device: str, rank: int, world: int, linear_cls: type[Fp8BlockLi
 
 
 def tp_mlp_workload(name: str, linear_cls: type[Fp8BlockLinear] = Fp8BlockLinear, *, expect: dict[str, str],
-                    summary: str, regressed: bool = False, hook: RankHook | None = None) -> Workload:
+                    summary: str, regressed: bool = False, hook: RankHook | None = None,
+                    expect_one_rank: dict[str, str] | None = None) -> Workload:
     def build(device: str) -> Step:
         if not (dist.is_available() and dist.is_initialized()):
             raise ConfigError(None, f"{name} is tensor-parallel: run it with --nproc N (N >= 1)")
@@ -80,4 +81,4 @@ def tp_mlp_workload(name: str, linear_cls: type[Fp8BlockLinear] = Fp8BlockLinear
         return step
 
     return Workload(name=name, summary=summary, build=build, expect=expect, regressed=regressed,
-                    distributed=True)
+                    distributed=True, expect_one_rank=expect_one_rank or {})
