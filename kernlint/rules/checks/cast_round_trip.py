@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
-from kernlint.rules.checks.dead_fill import evidence_problem, op_args, ops_by_thread
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
+from kernlint.rules.checks.dead_fill import ops_by_thread, scoped_evidence
 from kernlint.rules.checks.widening_cast import casts
-from kernlint.rules.result import decided, not_applicable
+from kernlint.rules.result import RuleOutcome, decided
 
 
 class CastRoundTrip(CheckSpec, tag="cast-round-trip"):
@@ -20,13 +20,10 @@ class CastRoundTrip(CheckSpec, tag="cast-round-trip"):
 
 
 def run(rule, table, index):
-    scopes = named_scopes(index, rule)
-    if not scopes:
-        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
-    problem = evidence_problem(table, index)
-    if problem:
-        return not_applicable(rule, problem)
-    args = op_args(table)
+    found = scoped_evidence(rule, table, index)
+    if isinstance(found, RuleOutcome):
+        return found
+    scopes, args = found
     found = {r: (shape, src, to) for r, shape, src, to in casts(index, args)}
     # The top-level op around each cast (`aten::to` around `aten::_to_copy`): what the next-use search sees.
     by_top = {int(index.top_op[r]) if int(index.top_op[r]) >= 0 else r: v for r, v in found.items()}

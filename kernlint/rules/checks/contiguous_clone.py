@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
-from kernlint.rules.checks.dead_fill import ITEMSIZE, contiguous_strides, evidence_problem, numel, op_args
-from kernlint.rules.result import decided, not_applicable
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
+from kernlint.rules.checks.dead_fill import ITEMSIZE, contiguous_strides, numel, scoped_evidence
+from kernlint.rules.result import RuleOutcome, decided, not_applicable
 
 
 class ContiguousClone(CheckSpec, tag="contiguous-clone"):
@@ -22,13 +22,10 @@ class ContiguousClone(CheckSpec, tag="contiguous-clone"):
 
 
 def run(rule, table, index):
-    scopes = named_scopes(index, rule)
-    if not scopes:
-        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
-    problem = evidence_problem(table, index)
-    if problem:
-        return not_applicable(rule, problem)
-    args = op_args(table)
+    found = scoped_evidence(rule, table, index)
+    if isinstance(found, RuleOutcome):
+        return found
+    scopes, args = found
     wanted, info = [], {}
     for r in np.flatnonzero(index.kind == "op").tolist():
         if str(index.name[r]) != "aten::clone" or int(index.parent_op[r]) >= 0:

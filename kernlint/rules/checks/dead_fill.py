@@ -32,7 +32,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
 from kernlint.trace.names import named_pattern
@@ -195,6 +195,18 @@ def evidence_problem(table, index) -> str | None:
     if not args:
         return "the trace has no input shapes (record with record_shapes=True)"
     return None
+
+
+def scoped_evidence(rule, table, index):
+    """The rule's named scopes and the trace's op arguments, or the not-applicable outcome that says which
+    of the two the trace lacks (the preamble of every kind that follows tensors by shape)."""
+    scopes = named_scopes(index, rule)
+    if not scopes:
+        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
+    problem = evidence_problem(table, index)
+    if problem:
+        return not_applicable(rule, problem)
+    return scopes, op_args(table)
 
 
 @lru_cache(maxsize=4096)

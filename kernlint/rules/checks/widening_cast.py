@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
-from kernlint.rules.checks.dead_fill import ITEMSIZE, dtype_arg, evidence_problem, numel, op_args
-from kernlint.rules.result import decided, not_applicable
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
+from kernlint.rules.checks.dead_fill import ITEMSIZE, dtype_arg, numel, scoped_evidence
+from kernlint.rules.result import RuleOutcome, decided
 from kernlint.trace.names import named_pattern
 from kernlint.trace.patterns import compile_pattern
 
@@ -44,18 +44,16 @@ def casts(index, args) -> list[tuple[int, tuple, str, str]]:
 
 
 def run(rule, table, index):
-    scopes = named_scopes(index, rule)
-    if not scopes:
-        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
-    problem = evidence_problem(table, index)
-    if problem:
-        return not_applicable(rule, problem)
+    found = scoped_evidence(rule, table, index)
+    if isinstance(found, RuleOutcome):
+        return found
+    scopes, args = found
     c = rule.spec.check
-    wanted = [r for r, shape, src, to in casts(index, op_args(table))
+    wanted = [r for r, shape, src, to in casts(index, args)
               if src in c.from_dtypes and to in c.to_dtypes
               and numel(shape) * ITEMSIZE.get(to, 4) >= c.min_bytes
               and (not c.min_last_dim or (shape and shape[-1] >= c.min_last_dim))]
-    info = {r: (shape, src, to) for r, shape, src, to in casts(index, op_args(table))}
+    info = {r: (shape, src, to) for r, shape, src, to in casts(index, args)}
     rows = np.array(wanted, dtype=np.int64)
     findings = []
     for scope in scopes:
