@@ -28,6 +28,7 @@ baseline-from = "traces/gpu/block_clean.pt.trace.json.gz"   # record the baselin
 # baseline = "baselines/h200-fp8-block-linear.json"         # a recorded baseline file
 # slowdown = 1.05                # what-if: the trace's kernels ran this many times as long ...
 # slowdown-kernel = "^nvjet"     # ... only those whose name matches (default: every kernel)
+# zoo = 1                        # the zoo.md case it reproduces (else read from a fixtures/zoo name: r4_14_...)
 expect = "failed"
 ```
 Adding a case never needs Python. The test suite runs every case of every rule through `evaluate_case`.
@@ -50,6 +51,9 @@ from kernlint.trace.load import find_trace_files, load_trace
 from kernlint.trace.table import EventTable
 
 
+_ZOO_NAME = re.compile(r"(?:^|/)r\d_(\d+)_")
+
+
 class CaseSpec(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", frozen=True):
     name: str
     expect: Literal["failed", "passed", "incomplete", "not-applicable"]
@@ -65,6 +69,7 @@ class CaseSpec(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", froze
     baseline_from: str | None = None
     slowdown: float | None = None
     slowdown_kernel: str | None = None
+    zoo: int | None = None           # the zoo.md case this case reproduces (fixtures/zoo workloads say it by name)
 
 
 class CaseFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -81,6 +86,15 @@ class Case:
     @property
     def id(self) -> str:
         return f"{self.rule}:{self.spec.name}"
+
+    @property
+    def zoo_case(self) -> int | None:
+        """The zoo.md case this case reproduces: `zoo = N`, or the number in a fixtures/zoo workload's name
+        (`r4_14_sampler_mask_before`)."""
+        if self.spec.zoo is not None:
+            return self.spec.zoo
+        m = _ZOO_NAME.search(self.spec.program or self.spec.trace or "")
+        return int(m.group(1)) if m else None
 
     def trace_path(self, fixtures: Path) -> Path | None:
         return fixtures / self.spec.trace if self.spec.trace else None

@@ -142,6 +142,9 @@ def run(rule, table, index):
         sig = _signature(index, chain)
         if len(sig) >= spec.min_ops and len({name for name, _ in sig}) >= 2:
             seen[sig].append(chain)
+    if not seen:   # nothing to judge is not a pass
+        return not_applicable(rule, f"no chain of {spec.min_ops} or more ops built only from constants "
+                                    f"({why})", absent=True)
     findings = []
     for sig, chains in seen.items():
         if len(chains) < 2:

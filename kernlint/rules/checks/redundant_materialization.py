@@ -132,6 +132,9 @@ def run(rule, table, index):
                     f"{name} materializes a {dtype} tensor of shape {list(shape)} ({nbytes} B) whose next use, "
                     f"{consumer}, would take {what}", None, event=f"{name} -> {consumer}"))
             break
+    if not checked:   # nothing to judge is not a pass
+        return not_applicable(rule, f"no copy matching {_pattern(c.producers)} of at least {c.min_bytes} B that "
+                                    "changes its input's layout or size", absent=True)
     return decided(rule, findings, "kernel" if table.has_device_events else "op", checked)
 
 
