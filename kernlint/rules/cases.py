@@ -50,7 +50,6 @@ from kernlint.rules.schema import Rule
 from kernlint.trace.load import find_trace_files, load_trace
 from kernlint.trace.table import EventTable
 
-
 _ZOO_NAME = re.compile(r"(?:^|/)r\d_(\d+)_")
 
 
