@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call on the H200: the whole test suite with the GPU tests, a cold `kernlint audit` and the
+# One device call on the H200: the GPU tests (`-m gpu`; CI runs the others), a cold `kernlint audit` and the
 # audit with the regressed variants, and `audit --replay`. Needs .whl/ (msgspec, torch-tb-profiler for the
 # device's python) carried along: see README ("GPU fixtures").
 set -uo pipefail
@@ -12,4 +12,4 @@ start=$(date +%s.%N)
 python3 -m kernlint.cli audit --include-regressed 2>&1 | grep -v '^USDT' | tee "$OUT/audit_regressed.txt"
 echo "kernlint audit --include-regressed: exit ${PIPESTATUS[0]}, wall $(python3 -c "print(round($(date +%s.%N) - $start, 2))") s" | tee -a "$OUT/audit_regressed.txt"
 python3 -m kernlint.cli audit --replay 2>&1 | tail -3 | tee "$OUT/replay.txt"
-python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tail -25 | tee "$OUT/pytest.txt"
+python3 -m pytest -q -p no:cacheprovider -m gpu tests 2>&1 | tail -25 | tee "$OUT/pytest.txt"   # the GPU tests; CI runs the rest

@@ -206,9 +206,24 @@ def test_a_hidden_sized_upcast_is_not_a_logits_upcast(record):
     assert verdict(record(in_module(_small_upcast, LOGITS)), "KL301").status == "passed"
 
 
-def test_an_upcast_outside_any_hot_scope_is_not_applicable(record):
-    path = record(lambda: LOGITS.float())
-    assert verdict(path, "KL301").status == "not-applicable"
+BIG_LOGITS = torch.randn(8, 32768).to(torch.bfloat16)   # 1 MiB once in float32: KL301's min-bytes
+
+
+def load_model():
+    return BIG_LOGITS.float()
+
+
+def test_an_upcast_in_set_up_code_is_not_a_finding(record):
+    # No step in the trace: the whole window is checked, set-up frames (load_model) excepted.
+    outcome = verdict(record(load_model), "KL301")
+    assert outcome.status == "not-applicable" and "set-up code" in outcome.reason
+
+
+def test_an_upcast_in_a_trace_without_steps_is_a_warning(record):
+    outcome = verdict(record(lambda: BIG_LOGITS.float()), "KL301")
+    assert outcome.status == "failed"
+    assert [f.severity for f in outcome.findings] == ["warning"]
+    assert outcome.findings[0].scope.startswith("the profiled window")
 
 
 def _downcast_then_use(x):

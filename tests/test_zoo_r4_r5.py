@@ -2,7 +2,7 @@
 in CUDA-graph capture: KL491): what the generic case test (tests/test_rule_cases.py) cannot say.
 
 GPU paths are checked on small synthetic kineto traces with the event shapes torch 2.11 writes on an H200
-(fixtures/traces/gpu-zoo-r4r5r8 holds the real ones); CPU paths on traces recorded here.
+(fixtures/traces/gpu-zoo holds the real ones); CPU paths on traces recorded here.
 """
 from __future__ import annotations
 

@@ -96,7 +96,7 @@ def test_min_ops_is_honoured(tmp_path, record):
 
 
 def test_unknown_named_pattern_is_a_rule_file_error(tmp_path):
-    with pytest.raises(RuleFileError, match="no named pattern"):
+    with pytest.raises(RuleFileError, match="no pattern .@no-such-pattern. in the names table"):
         rule(tmp_path, """
             [check]
             type = "invariant-recompute"

@@ -63,6 +63,7 @@ class CaseSpec(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", froze
     scope: str | None = None
     source: str | None = None
     level: Literal["kernel", "op", "host"] | None = None
+    severity: Literal["error", "warning", "info"] | None = None   # of every finding (a hot scope, or the window)
     note: str = ""
     baseline: str | None = None
     baseline_from: str | None = None
@@ -181,6 +182,10 @@ def evaluate_case(case: Case, trace: Path, rules: list[Rule], fixtures: Path | N
                         f"{[f.message for f in outcome.findings]}")
     if spec.level is not None and outcome.level != spec.level:
         problems.append(f"expected level {spec.level}, got {outcome.level}")
+    if spec.severity is not None:
+        other = sorted({f.severity for f in outcome.findings} - {spec.severity})
+        if other or not outcome.findings:
+            problems.append(f"expected every finding at severity {spec.severity}, got {other or 'no finding'}")
     for attr in ("event", "scope", "source"):
         pattern = getattr(spec, attr)
         if pattern is None:

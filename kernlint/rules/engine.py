@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import msgspec
+
+from kernlint.rules.checks.base import named_scopes
 from kernlint.rules.result import (
+    STATUS_NOT_APPLICABLE,
     Finding,
     RuleOutcome,
     TraceReport,
@@ -35,7 +39,37 @@ _SINGLE = "needs the traces of two or more ranks of one distributed run"
 def _run_rule(rule: Rule, table: EventTable, index: ScopeIndex) -> RuleOutcome:
     if rule.spec.requires_device and not table.has_device_events:
         return not_applicable(rule, "the trace has no GPU events", absent=True)
+    scope = rule.spec.scope
+    if scope.when_absent == "profiled-window" and scope.is_named and not _has_steps(index, rule):
+        return _run_on_profiled_window(rule, table, index)
     return rule.kind.run(rule, table, index)
+
+
+def _has_steps(index: ScopeIndex, rule: Rule) -> bool:
+    """Whether the trace shows the rule's steps: a range or frame matching [scope] steps (any of the
+    rule's scopes when it names no steps)."""
+    steps = rule.spec.scope.steps
+    if steps:
+        return bool(index.named_scopes(annotations=steps, frames=steps))
+    return bool(named_scopes(index, rule))
+
+
+def _run_on_profiled_window(rule: Rule, table: EventTable, index: ScopeIndex) -> RuleOutcome:
+    """The trace shows no step (no step range or step function): check each thread's whole profiled window
+    instead, set-up code excepted. Findings inside the rule's scopes (a forward, a module) keep its severity;
+    the others get the window severity, since the trace cannot say whether they ran in a step or in set-up."""
+    scope = rule.spec.scope
+    spec = msgspec.structs.replace(rule.spec, scope=msgspec.structs.replace(scope, window=True))
+    window_rule = Rule(spec=spec, path=rule.path)
+    if not named_scopes(index, window_rule):
+        return not_applicable(rule, "no step range or step function in the trace, and all of its profiled window "
+                                    "is set-up code (loading, warm-up, capture)", absent=True)
+    outcome = rule.kind.run(window_rule, table, index)
+    if outcome.status != STATUS_NOT_APPLICABLE:
+        extra = ("no step range or step function in the trace: checked the whole profiled window, set-up "
+                 f"excepted; what ran outside the rule's scopes is reported at severity {scope.window_severity}")
+        outcome.note = f"{outcome.note}; {extra}" if outcome.note else extra
+    return outcome
 
 
 def reads_device_events(rule: Rule, table: EventTable) -> bool:

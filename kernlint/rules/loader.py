@@ -88,7 +88,9 @@ def _path_parts(path: str) -> list[str]:
 
 # Where a rule file holds patterns: (table, key); a list or a single string.
 _PATTERN_KEYS = (("anchor", "kernel"), ("anchor", "op"), ("scope", "annotations"), ("scope", "modules"),
-                 ("scope", "frames"), ("scope", "ops"), ("check", "names"))
+                 ("scope", "frames"), ("scope", "ops"), ("scope", "steps"), ("scope", "setup-annotations"),
+                 ("scope", "setup-frames"),
+                 ("check", "names"), ("check", "producers"), ("check", "sources"), ("check", "ops"))
 
 
 def _expand_named_patterns(data: dict, path: Path, text: str) -> None:
@@ -171,8 +173,8 @@ def _validate(rule: Rule, path: Path, text: str) -> None:
     regexes = []
     if spec.anchor is not None:
         regexes += [(spec.anchor.kernel, ["anchor", "kernel"]), (spec.anchor.op, ["anchor", "op"])]
-    for key in ("annotations", "modules", "frames", "ops"):
-        regexes += [(p, ["scope", key]) for p in getattr(spec.scope, key)]
+    for key in ("annotations", "modules", "frames", "ops", "steps", "setup_annotations", "setup_frames"):
+        regexes += [(p, ["scope", key.replace("_", "-")]) for p in getattr(spec.scope, key)]
     regexes += [(p, ["check", "names"]) for p in getattr(check, "names", ())]
     for pattern, where in regexes:
         if pattern is None:

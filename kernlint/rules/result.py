@@ -114,8 +114,13 @@ def mark_incomplete(outcome: RuleOutcome, damage: list[str]) -> RuleOutcome:
 
 def decided(rule, findings: list[Finding], level: str | None, instances: int, note: str | None = None
             ) -> RuleOutcome:
-    """Failed when a finding at the rule's own severity or above exists; info-only findings pass."""
-    failing = any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[rule.severity] for f in findings)
+    """Failed when a finding at the rule's own severity or above exists; info-only findings pass. A rule run
+    on the profiled window (no step in the trace) also fails on a finding at its window severity."""
+    floor = SEVERITY_ORDER[rule.severity]
+    scope = getattr(rule.spec, "scope", None)
+    if scope is not None and scope.window:
+        floor = min(floor, SEVERITY_ORDER[scope.window_severity])
+    failing = any(SEVERITY_ORDER[f.severity] >= floor for f in findings)
     return RuleOutcome(rule.id, rule.name, rule.severity, STATUS_FAILED if failing else STATUS_PASSED,
                        level=level, instances=instances, findings=findings, note=note)
 

@@ -35,7 +35,7 @@ references = ["..."]
 """
 from __future__ import annotations
 
-from typing import Union
+from typing import Literal, Union
 
 import msgspec
 
@@ -60,6 +60,19 @@ class ScopeSpec(_Strict):
     modules: list[str] = []
     frames: list[str] = []
     ops: list[str] = []
+    # Range or frame names that mark a whole step (ProfilerStep#N, execute_model, decode_step). With
+    # `when-absent = "profiled-window"`, a trace with none of them (or, when `steps` is empty, with none of
+    # the scopes above) is checked over each thread's whole profiled window minus set-up code
+    # (`setup-annotations` / `setup-frames`): what runs between the model's calls is in the step too. There a
+    # finding inside one of the scopes above keeps the rule's severity; one outside them gets
+    # `window-severity`, since the trace does not say whether it ran in a step or in set-up.
+    steps: list[str] = []
+    when_absent: Literal["not-applicable", "profiled-window"] = "not-applicable"
+    window_severity: Severity = "warning"
+    setup_annotations: list[str] = []
+    setup_frames: list[str] = []
+    # Set on the copy of a rule that runs on the profiled window; never written in a rule file.
+    window: bool = False
 
     @property
     def is_named(self) -> bool:

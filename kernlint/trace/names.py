@@ -385,6 +385,11 @@ NAMED_PATTERNS: dict[str, str] = {
     "hot-scope-frame": r"\.py\(\d+\): (?:_?forward(?:_(?:decode|extend|idle|batch(?:_generation)?|sample))?"
                        r"|_?sample(?:r|_tokens)?|execute_model|_?decode_step|_?generation_step|_?generate_step"
                        r"|_beam_search|_greedy_search|_assisted_decoding|train_step|training_step)$",
+    # The frames among those that run a whole step, not one layer: serving and decode steps and samplers. A
+    # trace with neither these nor a step range shows no step (rules then check its whole profiled window).
+    "step-frame": r"\.py\(\d+\): (?:_?forward_(?:decode|extend|idle|batch(?:_generation)?|sample)"
+                  r"|_?sample(?:r|_tokens)?|execute_model|_?decode_step|_?generation_step|_?generate_step"
+                  r"|_beam_search|_greedy_search|_assisted_decoding|train_step|training_step)$",
     # nn.Module frames, by the name torch.profiler prints (`Sampler_0`, `LlamaDecoderLayer_3`, without the
     # `nn.Module: ` prefix): a module frame is its forward, and every forward is hot.
     "hot-scope-module": r"^[A-Za-z_][A-Za-z0-9_]*_\d+$",
@@ -400,6 +405,21 @@ NAMED_PATTERNS: dict[str, str] = {
     # record_function / NVTX ranges around capture: names with cuda_graph / cudagraph / graph together with
     # capture (`cuda_graph_capture`, `capture_cudagraph`, `CUDAGraph capture`), any case.
     "graph-capture-range": r"(?i)(?:cuda_?graphs?|graph)[ _]?capture|capture[ _]?(?:cuda_?)?graphs?",
+    # Set-up code, left out when a trace names no hot scope and a rule checks its whole profiled window:
+    # model loading and weight init, warm-up and profiling runs, compilation, CUDA-graph capture. Ranges
+    # (any case, whole words): load_model, load_weights, dummy weight init, warmup / warm_up, profile_run,
+    # dummy_run, capture_model, compile, setup, init / initialize, and benchmark harnesses' own ranges (PARAM's
+    # `[param|...]`: its set-up, warm-up and timed runs, bracketed by the harness's synchronizes). Frames: the
+    # same functions, and __init__; not a bare `setup` (pytest runs every test inside `runner.py: setup`
+    # when it records in a fixture).
+    "setup-scope-range": r"^\[param\||(?i:(?<![a-z0-9])_?(?:load_(?:model|weights?|checkpoint|state_dict)"
+                         r"|warm_?up(?:_model)?"
+                         r"|profile_run|dummy_(?:run|weights?_init|init)|capture_model|compile(?:_model)?|set_?up"
+                         r"|init(?:iali[sz]e)?(?:_(?:model|weights?|dummy_weights?))?)(?![a-z0-9]))",
+    "setup-scope-frame": r"\.py\(\d+\): (?:__init__|_?load_(?:model|weights?|checkpoint|state_dict)"
+                         r"|_?warm_?up(?:_model)?|profile_run|_dummy_run|dummy_run|capture_model|_capture_cudagraphs?"
+                         r"|make_graphed_callables|initialize_dummy_weights|init_weights|_init_weights"
+                         r"|reset_parameters)$",
     # -- end R4/R5/R8 --
     # -- zoo families R1/R2/R3: fills, copies, casts (helper-owned block) --
     # Ops that fill a buffer with one value (dead-fill, KL101): aten::fill_ and aten::zero_ (what zeros,

@@ -21,7 +21,9 @@ ARGS_SCHEMA_VERSION = 1
 ARG_FIELDS: dict[str, str] = {
     "external_id": "External id",
     "correlation": "correlation",
+    "input_dims": "Input Dims",
     "input_types": "Input type",
+    "input_strides": "Input Strides",
     "concrete_inputs": "Concrete Inputs",
     "addr": "Addr",
     "nbytes": "Bytes",               # [memory] events: + allocated, - freed
@@ -41,7 +43,9 @@ class RawArgs(msgspec.Struct, rename=ARG_FIELDS):
     external_id: Any = None    # ids: any JSON value; ints above 2**63 (uint64 ids) stay exact Python ints
     correlation: Any = None
     # Kept as raw JSON and decoded only for the few ops whose dtypes matter (allocations, anchors).
+    input_dims: msgspec.Raw = msgspec.Raw(b"")
     input_types: msgspec.Raw = msgspec.Raw(b"")
+    input_strides: msgspec.Raw = msgspec.Raw(b"")
     concrete_inputs: msgspec.Raw = msgspec.Raw(b"")
     addr: Scalar = None
     nbytes: Scalar = None

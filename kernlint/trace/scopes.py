@@ -51,6 +51,10 @@ _MODULE_PREFIX = "nn.Module: "
 _PREPARATION = frozenset({"fill", "copy", "cast", "memset", "memcpy_dtod"})
 
 
+# The kind of a synthetic scope: a thread's whole profiled window, for traces that name no scope a rule wants.
+WINDOW = "window"
+
+
 @dataclass(frozen=True)
 class Scope:
     """One instance of a scope: a unit's interval on one host thread."""
@@ -64,6 +68,8 @@ class Scope:
 
     @property
     def label(self) -> str:
+        if self.kind == WINDOW:
+            return f"the profiled window ({self.name})"
         return f"{self.kind} {self.name}"
 
     def holds(self, ts: float) -> bool:
@@ -377,6 +383,30 @@ class ScopeIndex:
             if last is not None and last.thread == self.thread[r] and self.ts[r] < last.end:
                 continue  # nested in an instance already taken
             out.append(self.unit(r))
+        return out
+
+    def profiled_windows(self, setup_annotations: Iterable[str] = (), setup_frames: Iterable[str] = ()
+                         ) -> list[Scope]:
+        """Each host thread's whole profiled window (first to last host event of a thread that ran ops), as
+        scope instances, minus the instances of the named set-up scopes (model loading, warm-up, capture):
+        what a trace that names no hot scope still shows of the program's steps."""
+        host = np.flatnonzero(np.isin(self.kind, ["op", "runtime"]))
+        setup = self.named_scopes(setup_annotations, (), setup_frames) if (setup_annotations or setup_frames) \
+            else []
+        out: list[Scope] = []
+        for thread in sorted({str(self.thread[r]) for r in host if self.kind[r] == "op"}):
+            rows = host[self.thread[host] == thread]
+            lo, hi = float(self.ts[rows].min()), float(self.end[rows].max()) + 1e-3
+            cuts = sorted((s.ts, s.end) for s in setup if s.thread == thread)
+            name = "no hot scope in the trace" + (f", thread {thread}" if thread else "")
+            for start, stop in cuts:
+                if start >= hi:
+                    break
+                if start > lo:
+                    out.append(Scope(row=-1, kind=WINDOW, name=name, thread=thread, ts=lo, end=start))
+                lo = max(lo, stop)
+            if lo < hi:
+                out.append(Scope(row=-1, kind=WINDOW, name=name, thread=thread, ts=lo, end=hi))
         return out
 
     def rows_in_scope(self, scope: Scope, rows: np.ndarray, key: str = "launch_ts") -> np.ndarray:

@@ -57,6 +57,7 @@ _CAT_TO_KIND = {
     "gpu_user_annotation": "gpu_annotation",
     "python_function": "python", "python": "python",
 }
+_STEP_RANGE = names.named_pattern("profiler-step-range")
 _SKIPPED_PHASES = frozenset({"M", "s", "f", "t", "b", "e", "n"})
 
 # Bits of the `damage` column. BAD_<field>: the field was missing or unusable (ts not a number, dur of a
@@ -302,6 +303,12 @@ def _kinds(names_: np.ndarray, cats: np.ndarray, nbytes: np.ndarray) -> np.ndarr
     if len(python):
         is_module = pd.Series(names_[python], dtype=object).str.startswith(_MODULE_PREFIX).to_numpy(dtype=bool)
         kinds[python[is_module]] = "module"
+    # Kineto before PyTorch 1.10 recorded record_function ranges as cpu_op: the profiler's own step range
+    # (names table: profiler-step-range) is a range whatever its category says.
+    ops = np.flatnonzero(kinds == "op")
+    if len(ops):
+        is_step = pd.Series(names_[ops], dtype=object).str.contains(_STEP_RANGE, regex=True).to_numpy(dtype=bool)
+        kinds[ops[is_step]] = "annotation"
     return kinds
 
 
@@ -369,12 +376,31 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
     frame["kind"] = pd.Categorical(frame["kind"], categories=KINDS)
 
     meta = _meta(raw, path)
-    return EventTable(frame=frame, meta=meta)
+    table = EventTable(frame=frame, meta=meta)
+    table.derived[OP_ARGS_KEY] = _op_args_raw(frame, args)
+    return table
+
+
+# EventTable.derived key: {op row: (Input Dims, Input type, Concrete Inputs, Input Strides)} as raw JSON bytes,
+# for the ops that recorded shapes; decoded only by the checks that follow tensors (kernlint.rules.checks).
+OP_ARGS_KEY = "op-args-raw"
+
+
+def _op_args_raw(frame: pd.DataFrame, args: list) -> dict[int, tuple[bytes, bytes, bytes, bytes]]:
+    """Copies (not views: the decoded file is not kept alive) of the shape arguments of every op."""
+    out = {}
+    for row in np.flatnonzero(frame["kind"].to_numpy() == "op").tolist():
+        a = args[row]
+        if len(a.input_dims):
+            out[row] = (bytes(a.input_dims), bytes(a.input_types), bytes(a.concrete_inputs),
+                        bytes(a.input_strides))
+    return out
 
 
 class _NoArgs:
     external_id = correlation = input_types = concrete_inputs = addr = nbytes = device_type = None
     device_id = device = stream = memcpy_bytes = python_id = python_parent_id = None
+    input_dims = input_strides = b""
 
 
 _NO_ARGS = _NoArgs()

@@ -15,7 +15,7 @@ import msgspec
 
 from kernlint.rules.result import Finding, RuleOutcome
 from kernlint.trace.names import frame_parts
-from kernlint.trace.scopes import Scope, ScopeIndex
+from kernlint.trace.scopes import WINDOW, Scope, ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS
 
 if TYPE_CHECKING:
@@ -70,7 +70,11 @@ def register(kind: CheckKind) -> CheckKind:
 
 
 def named_scopes(index: ScopeIndex, rule: Rule) -> list[Scope]:
+    """The instances of the rule's [scope]; for a rule running on the profiled window (the trace names none
+    of its scopes, and the rule says `when-absent = "profiled-window"`), each thread's window minus set-up."""
     s = rule.spec.scope
+    if s.window:
+        return index.profiled_windows(s.setup_annotations, s.setup_frames)
     return index.named_scopes(s.annotations, s.modules, s.frames, s.ops)
 
 
@@ -79,6 +83,14 @@ def make_finding(rule: Rule, index: ScopeIndex, row: int, scope: Scope, message:
     op = int(index.op[row]) if index.kind[row] != "op" else row
     top = int(index.top_op[row])
     source = index.source[row]
+    if scope.kind == WINDOW:
+        # On the profiled window, an event inside one of the rule's scopes is reported there, at the rule's
+        # severity; one outside them at the window severity.
+        unit = _rule_unit_of(index, rule, row)
+        if unit is not None:
+            message, scope = message.replace(scope.label, unit.label), unit
+        elif severity is None:
+            severity = rule.spec.scope.window_severity
     return Finding(
         rule=rule.id, name=rule.name, severity=severity or rule.severity, message=message,
         trace=index.table.path, scope=scope.label, event=event or str(index.short_name[row]),
@@ -89,6 +101,18 @@ def make_finding(rule: Rule, index: ScopeIndex, row: int, scope: Scope, message:
         rank=index.table.meta.rank, function=function_of(index, int(index.user_frame[row])),
         **finding_cost(index, row),
     )
+
+
+def _rule_unit_of(index: ScopeIndex, rule: Rule, row: int) -> Scope | None:
+    """The instance of the rule's own [scope] (a forward, a module) that the event ran in, if any."""
+    s = rule.spec.scope
+    key = ("rule-scopes", tuple(s.annotations), tuple(s.modules), tuple(s.frames), tuple(s.ops))
+    cache = index.__dict__.setdefault("_scope_cache", {})
+    units = cache.get(key)
+    if units is None:
+        units = cache[key] = index.named_scopes(s.annotations, s.modules, s.frames, s.ops)
+    thread, at = index.thread[row], float(index.launch_ts[row])
+    return next((u for u in units if u.thread == thread and u.ts <= at < u.end), None)
 
 
 def finding_cost(index: ScopeIndex, row: int) -> dict:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -38,35 +37,15 @@ from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
 from kernlint.trace.names import named_pattern
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.scopes import Scope
+from kernlint.trace.table import OP_ARGS_KEY
 
 # ---------------------------------------------------------------------------------------------------------
-# Op arguments, read back from the trace file.
+# Op arguments, as the loader kept them (raw JSON of Input Dims, Input type, Concrete Inputs, Input Strides).
 
-
-class _Args(msgspec.Struct, rename={"dims": "Input Dims", "types": "Input type", "concrete": "Concrete Inputs",
-                                    "strides": "Input Strides"}):
-    dims: msgspec.Raw = msgspec.Raw(b"")
-    types: msgspec.Raw = msgspec.Raw(b"")
-    concrete: msgspec.Raw = msgspec.Raw(b"")
-    strides: msgspec.Raw = msgspec.Raw(b"")
-
-
-class _Event(msgspec.Struct):
-    ph: object = None
-    cat: object = None
-    name: object = None
-    args: _Args | None = None
-
-
-class _Trace(msgspec.Struct, rename={"events": "traceEvents"}):
-    events: list[_Event]
-
-
-_SKIPPED_PHASES = frozenset({"M", "s", "f", "t", "b", "e", "n"})   # as kernlint.trace.table builds rows
 _decode_list = msgspec.json.Decoder(list | None)
 
 
-def _raw(value: msgspec.Raw) -> list:
+def _raw(value: bytes) -> list:
     if not len(value):
         return []
     try:
@@ -98,30 +77,15 @@ class OpArgs:
 
 
 def op_args(table) -> dict[int, OpArgs] | None:
-    """Input shapes, types, concrete values and strides of every op row that recorded them; None when the
-    trace file cannot be read back or does not line up with the table."""
+    """Input shapes, types, concrete values and strides of every op row that recorded them (kept raw by the
+    loader, decoded here once per table); None for a table built without them."""
     key = "kernlint.checks.op_args"
     if key in table.derived:
         return table.derived[key]
-    found = None
-    try:
-        from kernlint.trace.load import read_trace_bytes
-        raw = msgspec.json.decode(read_trace_bytes(Path(table.path)), type=_Trace)
-        events = [e for e in raw.events if e.ph not in _SKIPPED_PHASES and e.cat not in ("ac2g", "flow")]
-        names = table.frame["name"].to_numpy()
-        kinds = table.frame["kind"].to_numpy()
-        if len(events) == len(names):
-            found = {}
-            for row in np.flatnonzero(kinds == "op").tolist():
-                e = events[row]
-                if e.name != names[row]:
-                    found = None
-                    break
-                if e.args is not None and len(e.args.dims):
-                    found[row] = OpArgs(_raw(e.args.dims), _raw(e.args.types), _raw(e.args.concrete),
-                                        _raw(e.args.strides))
-    except Exception:  # noqa: BLE001  (a trace that loaded once but cannot be read back: no evidence)
-        found = None
+    raw = table.derived.get(OP_ARGS_KEY)
+    found = None if raw is None else {
+        row: OpArgs(_raw(dims), _raw(types), _raw(concrete), _raw(strides))
+        for row, (dims, types, concrete, strides) in raw.items()}
     table.derived[key] = found
     return found
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.checks.dead_fill import op_args
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.rows import HOST_KINDS, EventFilter, outermost
 
@@ -14,6 +15,15 @@ class ForbidInScope(CheckSpec, tag="forbid-in-scope"):
     device_categories: list[str] = []
     op_categories: list[str] = []
     nested: bool = False                 # also count ops that run inside a counted op
+    # An op whose first argument was recorded as 0-dim does not count: a Python scalar lifted to a tensor
+    # (`x[mask] = -inf`), not data built on the host. Needs shapes: without them the rule is not applicable.
+    skip_scalar_inputs: bool = False
+
+
+def _scalar_input(args, row: int) -> bool:
+    """Whether the op's first argument was 0-dim, or its shapes were not recorded (nothing to tell)."""
+    a = args.get(row)
+    return a is None or not a.dims or a.dims[0] == []
 
 
 def scope_rows(index, scope, event_filter: EventFilter, nested: bool) -> list[int]:
@@ -47,9 +57,17 @@ def run(rule, table, index):
     if not scopes:
         return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
     flt = EventFilter.of(rule.spec.check)
+    args = None
+    if rule.spec.check.skip_scalar_inputs:
+        args = op_args(table)
+        if not args:
+            return not_applicable(rule, "the trace has no input shapes (record with record_shapes=True): a Python "
+                                        "scalar lifted to a tensor cannot be told from data built on the host")
     findings = []
     for scope in scopes:
         for r in scope_rows(index, scope, flt, rule.spec.check.nested):
+            if args is not None and index.kind[r] == "op" and _scalar_input(args, r):
+                continue
             event = str(index.short_name[r])
             findings.append(make_finding(rule, index, r, scope, f"{event} in {scope.label}", None))
     return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))

@@ -20,6 +20,7 @@ from kernlint.rules.checks.forbid_in_scope import needs_a_filter, scope_rows
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.rows import EventFilter, outermost
+from kernlint.trace.scopes import WINDOW
 
 
 class ForbidSyncInScope(CheckSpec, tag="forbid-sync-in-scope"):
@@ -80,6 +81,12 @@ def sync_rows(index, scope, event_filter: EventFilter, confirm: bool) -> list[in
     return out
 
 
+def _last_launch(index, scope) -> float:
+    """When the scope's thread last issued device work (-inf when it issued none)."""
+    launched = index.device_events_between(scope.thread, scope.ts, scope.end)
+    return float(index.launch_ts[launched].max()) if len(launched) else float("-inf")
+
+
 def run(rule, table, index):
     scopes = named_scopes(index, rule)
     if not scopes:
@@ -88,9 +95,13 @@ def run(rule, table, index):
     excluded, cache = rule.spec.check.exclude_frames, {}
     findings = []
     for scope in scopes:
+        last_launch = _last_launch(index, scope) if scope.kind == WINDOW else None
         for r in sync_rows(index, scope, flt, confirm=table.has_device_events):
             if excluded and under_frames(index, r, excluded, cache):
                 continue
+            if last_launch is not None and index.kind[r] == "runtime" and index.parent_op[r] < 0 \
+                    and index.ts[r] > last_launch:
+                continue   # a bare synchronize after the last launch: the program draining the device at exit
             event = str(index.short_name[r])
             op = int(index.parent_op[r]) if index.kind[r] == "runtime" else -1
             inside = f" (in {index.short_name[op]})" if op >= 0 else ""

@@ -25,7 +25,7 @@ import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
 from kernlint.rules.result import decided, not_applicable
-from kernlint.trace.names import NAMED_PATTERNS, named_pattern
+from kernlint.trace.names import NAMED_PATTERNS
 from kernlint.trace.patterns import PatternError, compile_pattern
 from kernlint.trace.rows import display_name
 
@@ -39,8 +39,8 @@ class InvariantRecompute(CheckSpec, tag="invariant-recompute"):
 
 
 def _pattern(text: str):
-    """A rule's pattern: `@name` is the names table's entry of that name."""
-    return compile_pattern(named_pattern(text[1:]) if text.startswith("@") else text)
+    """A rule's pattern (the loader has expanded `@name` entries of the names table)."""
+    return compile_pattern(text)
 
 
 def validate(rule):
@@ -50,7 +50,7 @@ def validate(rule):
     for key, value in (("sources", c.sources), ("ops", c.ops)):
         try:
             _pattern(value)
-        except (KeyError, PatternError) as exc:
+        except PatternError as exc:
             return f"invariant-recompute: {key}: {str(exc).strip(chr(34))}", ["check", key]
     return None
 

@@ -28,8 +28,7 @@ from kernlint.rules.checks.dead_fill import (
     unit_of,
 )
 from kernlint.rules.result import decided, not_applicable
-from kernlint.trace.names import named_pattern
-from kernlint.trace.patterns import compile_pattern
+from kernlint.trace.patterns import PatternError, compile_pattern
 
 
 class RedundantMaterialization(CheckSpec, tag="redundant-materialization"):
@@ -69,18 +68,11 @@ def output_of(name: str, args) -> tuple[tuple, str] | None:
     return None
 
 
-def _pattern(value: str) -> str:
-    """`@name` -> the names table's pattern (the loader expands only the keys it knows); else the regex."""
-    return named_pattern(value[1:]) if value.startswith("@") else value
-
-
 def _validate(rule):
-    value = rule.spec.check.producers
-    if value.startswith("@"):
-        try:
-            named_pattern(value[1:])
-        except KeyError as exc:
-            return str(exc.args[0]), ["check", "producers"]
+    try:
+        compile_pattern(rule.spec.check.producers)
+    except PatternError as exc:
+        return f"redundant-materialization: producers: {exc}", ["check", "producers"]
     return None
 
 
@@ -89,7 +81,7 @@ def run(rule, table, index):
     if problem:
         return not_applicable(rule, problem)
     c = rule.spec.check
-    regex = compile_pattern(_pattern(c.producers))
+    regex = compile_pattern(c.producers)
     args = op_args(table)
     by_thread = ops_by_thread(index)
     findings, checked = [], 0
@@ -133,7 +125,7 @@ def run(rule, table, index):
                     f"{consumer}, would take {what}", None, event=f"{name} -> {consumer}"))
             break
     if not checked:   # nothing to judge is not a pass
-        return not_applicable(rule, f"no copy matching {_pattern(c.producers)} of at least {c.min_bytes} B that "
+        return not_applicable(rule, f"no copy matching {c.producers} of at least {c.min_bytes} B that "
                                     "changes its input's layout or size", absent=True)
     return decided(rule, findings, "kernel" if table.has_device_events else "op", checked)
 
