@@ -61,9 +61,15 @@ def _run_on_profiled_window(rule: Rule, table: EventTable, index: ScopeIndex) ->
     scope = rule.spec.scope
     spec = msgspec.structs.replace(rule.spec, scope=msgspec.structs.replace(scope, window=True))
     window_rule = Rule(spec=spec, path=rule.path)
-    if not named_scopes(index, window_rule):
+    windows = named_scopes(index, window_rule)
+    if not windows:
         return not_applicable(rule, "no step range or step function in the trace, and all of its profiled window "
                                     "is set-up code (loading, warm-up, capture)", absent=True)
+    if table.has_device_events and not any(len(index.device_events_between(w.thread, w.ts, w.end))
+                                           for w in windows):
+        # Nothing outside set-up reached the device: a verdict there would rest on no step at all.
+        return not_applicable(rule, "no step range or step function in the trace, and its profiled window "
+                                    "launches no device work outside set-up code")   # damage may have hidden it
     outcome = rule.kind.run(window_rule, table, index)
     if outcome.status != STATUS_NOT_APPLICABLE:
         extra = ("no step range or step function in the trace: checked the whole profiled window, set-up "
