@@ -5,6 +5,7 @@ Returns data; the CLI renders it. Sits above capture, trace and rules, below rep
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from kernlint.baseline import Baseline, ProgramProfile, Thresholds, compare_with_baseline, profile_program
 from kernlint.baseline.environment import environment_of
-from kernlint.capture.distributed import launch
+from kernlint.capture.distributed import RankLaunch, launch, start_ranks
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.capture.runner import capture
 from kernlint.rules.engine import TraceReport, check_against_baseline, check_trace, check_traces, merge_reports
@@ -22,6 +23,11 @@ from kernlint.rules.schema import Rule
 from kernlint.trace.load import load_trace
 from kernlint.trace.table import EventTable
 from kernlint.workloads import BUILTIN_WORKLOADS, Workload, regressed_workloads
+
+# Rank processes of distributed workloads running at once, beside this process (each imports torch and,
+# on GPUs, holds a CUDA context and a copy of the weights): at least one workload's ranks, more where
+# the machine has the cores for it.
+MAX_RANK_PROCESSES = max(2, (os.cpu_count() or 2) // 4)
 
 
 @dataclass
@@ -160,36 +166,61 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
               strict_env: bool = False, keep_tables: bool = False) -> AuditRun:
     """Capture each workload (warm-up, then `steps` profiled runs), check it, compare with what it must get;
     with a baseline, compare every workload's programs with it too. Traces go to out_dir, or to a temporary
-    folder that is removed afterwards."""
+    folder that is removed afterwards.
+
+    The ranks of the distributed workloads start first and run while this process profiles the others:
+    their start (a torch import per rank, CUDA and NCCL set-up) overlaps this process's work instead of
+    following it. Each workload is still profiled on its own and checked on its own traces."""
     start = time.perf_counter()
-    verdicts = []
+    workloads = list(workloads)
+    verdicts: dict[int, WorkloadVerdict] = {}
     programs: dict[str, ProgramProfile] = {}
-    all_tables: list[EventTable] = []
+    tables_of: dict[int, list[EventTable]] = {}
+    queued = [i for i, w in enumerate(workloads) if w.distributed]
+    running: dict[int, tuple[RankLaunch, int, float]] = {}
     with _folder(out_dir) as folder:
-        for workload in workloads:
-            t0 = time.perf_counter()
-            verdict = WorkloadVerdict(workload, device)
-            if on_step:
-                on_step("capture", workload)
-            verdict.traces, verdict.ranks = capture_workload(workload, device, folder, steps=steps)
-            if on_step:
-                on_step("check", workload)
-            tables = [load_trace(t) for t in verdict.traces]
-            if workload.distributed:
-                rank_reports = check_traces(tables, rules)
-                verdict.report = merge_reports(rank_reports)
-                if keep_tables:
-                    verdict.rank_reports = rank_reports
-            else:
-                verdict.report = check_trace(tables[0], rules)
-            verdict.problems = compare_with_expectation(workload, verdict.report, verdict.ranks)
-            if baseline is not None:
-                programs.update(workload_programs(workload, tables))
-                all_tables += tables
-            if keep_tables:
-                verdict.tables = tables
-            verdict.seconds = time.perf_counter() - t0
-            verdicts.append(verdict)
+
+        def start_queued() -> None:
+            """Start queued distributed workloads while the rank processes running stay within the cap."""
+            while queued:
+                nproc = audit_ranks(device)
+                if running and sum(n for _, n, _ in running.values()) + nproc > MAX_RANK_PROCESSES:
+                    return
+                i = queued.pop(0)
+                if on_step:
+                    on_step("capture", workloads[i])
+                running[i] = (start_ranks(workloads[i].name, nproc, device, folder, workloads[i].name,
+                                          steps=steps), nproc, time.perf_counter())
+
+        try:
+            start_queued()
+            for i, workload in enumerate(workloads):
+                if workload.distributed:
+                    continue
+                t0 = time.perf_counter()
+                if on_step:
+                    on_step("capture", workload)
+                traces, ranks = capture_workload(workload, device, folder, steps=steps)
+                verdicts[i], tables_of[i] = _checked(workload, device, traces, ranks, rules, on_step, keep_tables)
+                verdicts[i].seconds = time.perf_counter() - t0
+                start_queued()
+            while running:
+                i = min(running)
+                launch_, nproc, t0 = running.pop(i)
+                traces = launch_.wait()
+                start_queued()
+                verdicts[i], tables_of[i] = _checked(workloads[i], device, traces, nproc, rules, on_step,
+                                                     keep_tables)
+                verdicts[i].seconds = time.perf_counter() - t0   # from the ranks' start, overlapping others
+        finally:
+            for launch_, _, _ in running.values():  # an error or an interrupt: no rank is left running
+                launch_.stop()
+    ordered = [verdicts[i] for i in range(len(workloads))]
+    all_tables: list[EventTable] = []
+    if baseline is not None:
+        for i, verdict in enumerate(ordered):
+            programs.update(workload_programs(verdict.workload, tables_of[i]))
+            all_tables += tables_of[i]
     metadata = collect_run_metadata(device)
     baseline_report = None
     baseline_rules = [r for r in rules if r.needs_baseline]
@@ -198,6 +229,28 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                                            strict_env=strict_env, programs=programs,
                                            environments=[environment_of(metadata)])
         baseline_report = check_against_baseline(all_tables, baseline_rules, comparison)
-    return AuditRun(device=device, metadata=metadata, verdicts=verdicts,
+    return AuditRun(device=device, metadata=metadata, verdicts=ordered,
                     out_dir=Path(out_dir) if out_dir else None, seconds=time.perf_counter() - start,
                     baseline_report=baseline_report, rules=list(rules))
+
+
+def _checked(workload: Workload, device: str, traces: list[Path], ranks: int, rules: list[Rule],
+             on_step: Callable[[str, Workload], None] | None, keep_tables: bool
+             ) -> tuple[WorkloadVerdict, list[EventTable]]:
+    """Load a workload's traces, check every rule (the cross-rank ones over all ranks), compare with what the
+    workload must get."""
+    verdict = WorkloadVerdict(workload, device, traces=traces, ranks=ranks)
+    if on_step:
+        on_step("check", workload)
+    tables = [load_trace(t) for t in traces]
+    if workload.distributed:
+        rank_reports = check_traces(tables, rules)
+        verdict.report = merge_reports(rank_reports)
+        if keep_tables:
+            verdict.rank_reports = rank_reports
+    else:
+        verdict.report = check_trace(tables[0], rules)
+    verdict.problems = compare_with_expectation(workload, verdict.report, ranks)
+    if keep_tables:
+        verdict.tables = tables
+    return verdict, tables

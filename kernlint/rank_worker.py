@@ -1,15 +1,18 @@
-"""The process torchrun starts for each rank of `kernlint run --nproc N` (an entry point, like the CLI).
+"""The process started for each rank of `kernlint run --nproc N` (an entry point, like the CLI).
 
-Every rank initialises torch.distributed (NCCL on GPUs, gloo on the CPU), builds the workload and writes its
-own trace and run metadata into the run folder the launcher made for this invocation (`--kl-run-dir`). A
-failure becomes one `kernlint-rank-error:` line on stderr, which the launcher
-(kernlint.capture.distributed.launch) shows to the user.
+kernlint.capture.distributed starts it with torchrun's worker environment (RANK, LOCAL_RANK, WORLD_SIZE) and
+`--kl-init file://...` (a FileStore); under torchrun itself, without `--kl-init`, it meets the other ranks
+through torchrun's environment (env://). Every rank initialises torch.distributed (NCCL on GPUs, gloo on
+the CPU), builds the workload and writes its own trace and run metadata into the run folder the launcher
+made for this invocation (`--kl-run-dir`). A failure becomes one `kernlint-rank-error:` line on stderr,
+which the launcher (kernlint.capture.distributed.RankLaunch) shows to the user.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -29,11 +32,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kl-run-dir", dest="run_dir", default=None)
     parser.add_argument("--kl-warmup", dest="warmup", type=int, default=1)
     parser.add_argument("--kl-steps", dest="steps", type=int, default=1)
+    # Where the ranks meet (an init_method URL, a file:// store); rank and world size then come from the
+    # environment. Without it: env:// (torchrun's MASTER_ADDR / MASTER_PORT).
+    parser.add_argument("--kl-init", dest="init", default=None)
     args = parser.parse_args(argv)
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if args.device == "cuda":
         torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
+    backend = "nccl" if args.device == "cuda" else "gloo"
+    if args.init:
+        dist.init_process_group(backend, init_method=args.init, rank=int(os.environ["RANK"]),
+                                world_size=int(os.environ["WORLD_SIZE"]))
+    else:
+        dist.init_process_group(backend)
     try:
         workload = resolve_target(args.target, known_workloads())
         step = workload.build(args.device)
@@ -41,8 +52,11 @@ def main(argv: list[str] | None = None) -> int:
                 run_dir=args.run_dir,
                 extra={"workload": workload.name, "rank": dist.get_rank(), "world_size": dist.get_world_size(),
                        "backend": dist.get_backend()})
-        dist.barrier()
+        if dist.get_world_size() > 1:  # alone, there is no one to wait for (and NCCL would start up for it)
+            dist.barrier()
     except Exception as exc:  # one line the launcher can show, whatever rank failed
+        # When: the launcher names the rank that failed first, not the peers that failed for losing it.
+        print(f"kernlint-rank-failed-at: {time.time():.6f}", file=sys.stderr)
         print(f"kernlint-rank-error: rank {dist.get_rank()}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
@@ -51,4 +65,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # The trace and run metadata are written and the process group is gone. Python's own teardown
+    # (finalizing torch, the CUDA context) adds about 0.5 s that the launcher would wait for: skip it.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -23,4 +23,6 @@ echo "warm kernlint audit --include-regressed: exit $rc, wall $(python3 -c "prin
 } 2>&1 | grep -v '^USDT' | tee "$OUT/tp.txt"
 (cd "$OUT" && tar cf tp_traces.tar tp && rm -rf tp)
 for b in bench_quant bench_linear bench_dummy_init; do python3 bench/$b.py; done 2>&1 | tee "$OUT/bench.txt"
+# The cold audit phase by phase (a fresh Triton cache), then warm: against the 20 s target of issue 12.
+python3 bench/bench_audit.py --warm 2>&1 | grep -v '^USDT' | tee "$OUT/bench_audit.txt"
 python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tail -15 | tee "$OUT/pytest.txt"

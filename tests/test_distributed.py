@@ -1,4 +1,4 @@
-"""Multi-process runs on the CPU with the gloo backend, two ranks under torchrun (CI runs these)."""
+"""Multi-process runs on the CPU with the gloo backend, two ranks (kernlint starts them; CI runs these)."""
 from __future__ import annotations
 
 import json
@@ -83,3 +83,18 @@ def test_nproc_failure_is_one_line(tmp_path):
 def test_distributed_workload_without_nproc_is_a_usage_error(tmp_path):
     result = CliRunner().invoke(main, ["run", "fp8-tp-mlp", "--device", "cpu", "--out", str(tmp_path)])
     assert result.exit_code == 2 and "--nproc" in result.output
+
+
+def test_a_failing_rank_stops_the_others_and_says_why(tmp_path):
+    """Rank 1 fails while rank 0 waits for it at the barrier: the launch ends at once, naming rank 1's error."""
+    user = tmp_path / "half_broken.py"
+    user.write_text("import torch.distributed as dist\n\n"
+                    "def build(device):\n"
+                    "    if dist.get_rank() == 1:\n"
+                    "        raise RuntimeError('rank one broke')\n"
+                    "    return lambda: None\n")
+    result = CliRunner().invoke(main, ["run", f"{user}:build", "--nproc", "2", "--device", "cpu", "--out",
+                                       str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert "rank 1" in result.output and "rank one broke" in result.output

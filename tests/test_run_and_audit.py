@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
+import pytest
 from click.testing import CliRunner
 
 from conftest import PROGRAMS, load_program
@@ -101,3 +104,40 @@ def test_a_single_rank_audit_skips_the_cross_rank_expectations(tmp_path, monkeyp
     outcomes = {o.rule: o for o in verdict.report.outcomes}
     assert outcomes["KL001"].status == "passed"
     assert outcomes["KL003"].status == "not-applicable"
+
+
+def test_an_audit_that_fails_leaves_no_rank_running(tmp_path, monkeypatch):
+    """The ranks start before the other workloads run; when one of those fails, the ranks are stopped."""
+    import kernlint.audit as audit
+    from kernlint.workloads import BUILTIN_WORKLOADS
+
+    started = []
+
+    def start_ranks(*args, **kwargs):
+        started.append(audit_start_ranks(*args, **kwargs))
+        return started[-1]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the GPU fell off")
+
+    audit_start_ranks = audit.start_ranks
+    monkeypatch.setattr(audit, "start_ranks", start_ranks)
+    monkeypatch.setattr(audit, "capture_workload", broken)
+    with pytest.raises(RuntimeError, match="fell off"):
+        run_audit([BUILTIN_WORKLOADS["fp8-tp-mlp"], BUILTIN_WORKLOADS["fp8-dummy-init"]], load_rules(), "cpu",
+                  tmp_path)
+    assert len(started) == 1 and all(p.poll() is not None for p in started[0]._procs)
+
+
+def test_profiling_leaves_inductor_unimported_and_torch_as_it_was(tmp_path):
+    """The profiler's start would import torch._inductor (seconds) only to read one of its settings."""
+    code = ("import sys, torch\n"
+            "lazy = torch.__getattr__\n"
+            "from kernlint.capture.profiler import record_trace\n"
+            "record_trace(lambda: torch.ones(4) + 1, sys.argv[1], device='cpu')\n"
+            "assert 'torch._inductor' not in sys.modules, 'inductor was imported'\n"
+            "assert torch.__getattr__ is lazy\n"
+            "assert torch._inductor is not None  # still importable on demand\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.pt.trace.json.gz")], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
