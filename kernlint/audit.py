@@ -170,7 +170,8 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
 
     The ranks of the distributed workloads start first and run while this process profiles the others:
     their start (a torch import per rank, CUDA and NCCL set-up) overlaps this process's work instead of
-    following it. Each workload is still profiled on its own and checked on its own traces."""
+    following it. Each workload is still profiled on its own and checked on its own traces. With a baseline
+    (timings compared) nothing overlaps: the distributed workloads run after the others, one at a time."""
     start = time.perf_counter()
     workloads = list(workloads)
     verdicts: dict[int, WorkloadVerdict] = {}
@@ -180,11 +181,16 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
     running: dict[int, tuple[RankLaunch, int, float]] = {}
     with _folder(out_dir) as folder:
 
+        # Against a baseline, kernel durations are compared (KL804): nothing then runs beside a profiled
+        # workload on the GPU, so the distributed ones run one at a time after the others.
+        overlap = baseline is None
+        cap = MAX_RANK_PROCESSES if overlap else 0
+
         def start_queued() -> None:
             """Start queued distributed workloads while the rank processes running stay within the cap."""
             while queued:
                 nproc = audit_ranks(device)
-                if running and sum(n for _, n, _ in running.values()) + nproc > MAX_RANK_PROCESSES:
+                if running and sum(n for _, n, _ in running.values()) + nproc > cap:
                     return
                 i = queued.pop(0)
                 if on_step:
@@ -193,7 +199,8 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                                           steps=steps), nproc, time.perf_counter())
 
         try:
-            start_queued()
+            if overlap:
+                start_queued()
             for i, workload in enumerate(workloads):
                 if workload.distributed:
                     continue
@@ -203,7 +210,9 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                 traces, ranks = capture_workload(workload, device, folder, steps=steps)
                 verdicts[i], tables_of[i] = _checked(workload, device, traces, ranks, rules, on_step, keep_tables)
                 verdicts[i].seconds = time.perf_counter() - t0
-                start_queued()
+                if overlap:
+                    start_queued()
+            start_queued()
             while running:
                 i = min(running)
                 launch_, nproc, t0 = running.pop(i)

@@ -141,3 +141,40 @@ def test_profiling_leaves_inductor_unimported_and_torch_as_it_was(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.pt.trace.json.gz")], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("baseline", [None, "a baseline"])
+def test_ranks_start_first_unless_timings_are_compared(tmp_path, monkeypatch, baseline):
+    """Without a baseline the ranks start before the other workloads run (they overlap); with one, where
+    kernel durations are compared, nothing runs beside a profiled workload."""
+    import kernlint.audit as audit
+    from kernlint.workloads import BUILTIN_WORKLOADS
+
+    order = []
+
+    class Launch:
+        def wait(self):
+            order.append("ranks done")
+            return []
+
+        def stop(self):
+            pass
+
+    def start_ranks(name, *args, **kwargs):
+        order.append(f"start {name}")
+        return Launch()
+
+    def capture_workload(workload, *args, **kwargs):
+        order.append(f"capture {workload.name}")
+        return [], 1
+
+    monkeypatch.setattr(audit, "start_ranks", start_ranks)
+    monkeypatch.setattr(audit, "capture_workload", capture_workload)
+    monkeypatch.setattr(audit, "_checked", lambda w, device, *a: (audit.WorkloadVerdict(w, device), []))
+    monkeypatch.setattr(audit, "workload_programs", lambda *a: {})
+    run_audit([BUILTIN_WORKLOADS["fp8-dummy-init"], BUILTIN_WORKLOADS["fp8-tp-mlp"]], [], "cpu", tmp_path,
+              baseline=baseline)
+    if baseline is None:
+        assert order == ["start fp8-tp-mlp", "capture fp8-dummy-init", "ranks done"]
+    else:
+        assert order == ["capture fp8-dummy-init", "start fp8-tp-mlp", "ranks done"]
