@@ -1,11 +1,19 @@
-"""Shared GPU timing for the bench scripts: per-call time from CUDA-graph replays (launch overhead out)."""
+"""Shared GPU timing for the bench scripts.
+
+``graph_median_ms``: per-call device time from CUDA-graph replays (launch overhead out).
+``eager_us``: per-call time of back-to-back eager calls, host included: N calls, one synchronize at the
+end, wall clock / N (whichever of host or device is slower sets it).
+"""
 from __future__ import annotations
 
 import statistics
+import time
 
 import torch
 
 REPS = 20
+EAGER_CALLS = 300
+EAGER_REPS = 7
 
 
 def graph_median_ms(fn, calls_per_graph: int, reps: int = REPS) -> float:
@@ -31,3 +39,19 @@ def graph_median_ms(fn, calls_per_graph: int, reps: int = REPS) -> float:
         end.synchronize()
         times.append(start.elapsed_time(end) / calls_per_graph)
     return statistics.median(times)
+
+
+def eager_us(fn, calls: int = EAGER_CALLS, reps: int = EAGER_REPS, warmup: int = 20) -> float:
+    """Per-call wall time in us of ``calls`` back-to-back eager calls plus one final synchronize (median of
+    ``reps``); host time included."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) / calls)
+    return statistics.median(times) * 1e6

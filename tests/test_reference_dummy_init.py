@@ -17,7 +17,9 @@ from kernlint.reference import (
     uniform_fp8_chunked_,
     uniform_fp8_fixed_,
     uniform_fp8_fused_,
+    uniform_fp8_grouped_,
 )
+from kernlint.reference.dummy_init import _state_tensors
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 FP8_DTYPES = [torch.float8_e4m3fn, torch.float8_e5m2]
@@ -262,7 +264,7 @@ class TinyModel(nn.Module):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("mode", ["fixed", "chunked", "fused"])
+@pytest.mark.parametrize("mode", ["fixed", "chunked", "fused", "grouped"])
 def test_model_loader_fills_floats_and_leaves_ints(device, mode):
     model = TinyModel(device)
     initialize_dummy_weights(model, low=-1.0, high=1.0, seed=21, mode=mode)
@@ -274,9 +276,9 @@ def test_model_loader_fills_floats_and_leaves_ints(device, mode):
         v = t.float()
         assert v.min() >= -1.0625 and v.max() <= 1.0625, name
         assert v.unique().numel() > min(50, t.numel() // 2), name
-    # Per tensor, same as calling the single-tensor function with the same seed.
+    # Per tensor, same as calling the single-tensor function with the same seed ("grouped": as "fused").
     expected = torch.empty(256, 256, dtype=torch.float8_e4m3fn, device=device)
-    initialize_single_dummy_weight(expected, -1.0, 1.0, 21, mode=mode)
+    initialize_single_dummy_weight(expected, -1.0, 1.0, 21, mode="fused" if mode == "grouped" else mode)
     assert torch.equal(raw_bytes(model.fp8.weight.data), raw_bytes(expected))
 
 
@@ -313,3 +315,111 @@ def test_unknown_mode_raises():
         initialize_dummy_weights(nn.Linear(4, 4), mode="fast")
     with pytest.raises(ValueError, match="mode"):
         initialize_single_dummy_weight(torch.empty(4), mode="fast")
+
+
+# --- grouped: one launch for every FP8 tensor, bit-identical to one fused launch per tensor -------------
+
+GROUPED_NUMELS = [1, 3, 4, 5, 17, 4095, 4096, 16 * 1024 + 3, 64 * 1024, 64 * 1024 + 4, (1 << 22) + 1, 3 << 20]
+
+
+def fused_one_by_one(like: list[torch.Tensor], low, high, seed) -> list[torch.Tensor]:
+    out = []
+    for t in like:
+        ref = torch.empty_like(t)
+        uniform_fp8_fused_(ref, low, high, seed)
+        out.append(ref)
+    return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", FP8_DTYPES)
+def test_grouped_is_bit_identical_to_fused_per_tensor(dtype):
+    seed = int(torch.randint(0, 2**31 - 1, ()).item())
+    tensors = [randomize_garbage(torch.empty(n, dtype=dtype, device="cuda")) for n in GROUPED_NUMELS]
+    tensors.append(randomize_garbage(torch.empty(300, 257, dtype=dtype, device="cuda")))
+    uniform_fp8_grouped_(tensors, -1.0, 1.0, seed)
+    for t, ref in zip(tensors, fused_one_by_one(tensors, -1.0, 1.0, seed)):
+        assert torch.equal(raw_bytes(t), raw_bytes(ref)), t.shape
+
+
+def odd_layouts() -> list[torch.Tensor]:
+    fp8 = torch.float8_e4m3fn
+    base = torch.empty(8 * 4096 + 16, dtype=fp8, device="cuda")
+    return [base[4: 4 + 8 * 4096],  # 4-byte aligned, not 16: the per-tensor fused kernel
+            torch.empty(512, 300, dtype=fp8, device="cuda").t(),  # dense, not contiguous: per tensor
+            torch.empty(64, 256, dtype=fp8, device="cuda")[:, ::2],  # not dense: the fixed path
+            torch.empty(777, 129, dtype=fp8, device="cuda")]  # grouped
+
+
+@pytest.mark.gpu
+def test_grouped_takes_odd_layouts_one_by_one_with_the_same_values():
+    ours, refs = odd_layouts(), odd_layouts()
+    uniform_fp8_grouped_(ours, -0.5, 0.5, 3)
+    for t, ref in zip(ours, refs):
+        uniform_fp8_fused_(ref, -0.5, 0.5, 3)
+        assert torch.equal(raw_bytes(t), raw_bytes(ref)), t.shape
+
+
+@pytest.mark.gpu
+def test_grouped_many_tensors_one_launch():
+    """Hundreds of tensors of random sizes: one grouped kernel launch, every byte as the fused kernel's."""
+    gen = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, ()).item()))
+    numels = torch.randint(1, 200_000, (300,), generator=gen).tolist()
+    tensors = [torch.full((n,), float("nan"), dtype=torch.float16, device="cuda").to(torch.float8_e4m3fn)
+               for n in numels]
+    uniform_fp8_grouped_(tensors, -1.0, 1.0, 11)  # warm-up (compiles)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA]) as prof:
+        uniform_fp8_grouped_(tensors, -1.0, 1.0, 11)
+        torch.cuda.synchronize()
+    kernels = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+               and "emcpy" not in e.name]
+    assert kernels == ["fp8_uniform_init_grouped_kernel"], kernels
+    for t, ref in zip(tensors, fused_one_by_one(tensors, -1.0, 1.0, 11)):
+        assert torch.isfinite(t.float()).all()
+        assert torch.equal(raw_bytes(t), raw_bytes(ref))
+
+
+@pytest.mark.gpu
+def test_grouped_launch_parameters_do_not_change_values():
+    tensors = [torch.empty(n, dtype=torch.float8_e4m3fn, device="cuda") for n in GROUPED_NUMELS]
+    refs = fused_one_by_one(tensors, -1.0, 1.0, 5)
+    for block, iters, warps, per_launch in ((256, 1, 4, None), (1024, 4, 4, None), (2048, 2, 8, None),
+                                            (1024, 4, 4, 5)):
+        for t in tensors:
+            randomize_garbage(t)
+        uniform_fp8_grouped_(tensors, -1.0, 1.0, 5, block=block, iters=iters, num_warps=warps,
+                             tensors_per_launch=per_launch)
+        for t, ref in zip(tensors, refs):
+            assert torch.equal(raw_bytes(t), raw_bytes(ref)), (block, iters, warps, per_launch, t.numel())
+
+
+class MixedModel(nn.Module):
+    """FP8 weights, bf16 and fp32 tensors, int buffers, a non-persistent buffer, a tied module."""
+
+    def __init__(self, device):
+        super().__init__()
+        self.a = Fp8BlockLinear(512, 384, bias=True, device=device)
+        self.b = nn.ModuleList(Fp8BlockLinear(256, 256, device=device) for _ in range(3))
+        self.tied = self.b[1]
+        self.norm = nn.LayerNorm(64, device=device)
+        self.register_buffer("positions", torch.arange(10, device=device))
+        self.register_buffer("scratch", torch.zeros(8, device=device), persistent=False)
+
+
+def test_state_tensors_are_what_state_dict_holds():
+    model = MixedModel("cpu")
+    walked = [t.data_ptr() for t in _state_tensors(model)]
+    expected = [t.data_ptr() for t in model.state_dict().values()]
+    assert walked == expected
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_grouped_model_init_is_bit_identical_to_fused(device):
+    grouped, fused = MixedModel(device), MixedModel(device)
+    initialize_dummy_weights(grouped, -1.0, 1.0, seed=17, mode="grouped")
+    initialize_dummy_weights(fused, -1.0, 1.0, seed=17, mode="fused")
+    for (name, a), b in zip(grouped.state_dict().items(), fused.state_dict().values()):
+        assert torch.equal(raw_bytes(a), raw_bytes(b)), name
+    assert not grouped.scratch.any()  # non-persistent: not in state_dict, left alone

@@ -13,9 +13,12 @@ from kernlint.reference import (
     block_scaled_mm,
     dequantize_1x128,
     dequantize_weight_128x128,
+    fp8_blockscale_gemm,
+    fp8_quant_gemm,
     gemm_backend_choices,
     scale_1x128,
 )
+from kernlint.reference import linear as linear_module
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -136,23 +139,31 @@ def cuda_kernel_names(fn) -> list[str]:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("m", [1, 6, 128])
+@pytest.mark.parametrize("m", [1, 6, 64, 128])
 def test_cuda_forward_launches_quant_and_gemm_only(m):
+    """Small M: quant + the Triton GEMM (eager host time); larger M: quant + cuBLAS block-wise."""
     layer, _, _ = make_layer(512, 512, "cuda", bias=False, dtype=torch.bfloat16)
     x = torch.randn(m, 512, device="cuda", dtype=torch.bfloat16)
     names = cuda_kernel_names(lambda: layer(x))
     assert len(names) == 2, names
     assert names[0] == "scale_1x128_kernel", names
-    assert gemm_backend_choices().get((0, torch.bfloat16, False)) == "scaled_mm"
+    if m <= linear_module.TRITON_MAX_M:
+        assert names[1] == "fp8_block_scaled_gemm_kernel", names
+    else:
+        assert gemm_backend_choices().get((0, torch.bfloat16, False)) == "scaled_mm"
 
 
 @pytest.mark.gpu
-def test_cuda_forward_with_bias_adds_at_most_one_kernel():
+@pytest.mark.parametrize("m", [64, 256])
+def test_cuda_forward_with_bias_adds_at_most_one_kernel(m):
     layer, _, _ = make_layer(512, 512, "cuda", bias=True, dtype=torch.bfloat16)
-    x = torch.randn(64, 512, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(m, 512, device="cuda", dtype=torch.bfloat16)
     names = cuda_kernel_names(lambda: layer(x))
-    backend = gemm_backend_choices()[(0, torch.bfloat16, True)]
     assert names[0] == "scale_1x128_kernel", names
+    if m <= linear_module.TRITON_MAX_M:
+        assert names == ["scale_1x128_kernel", "fp8_block_scaled_gemm_kernel"], names
+        return
+    backend = gemm_backend_choices()[(0, torch.bfloat16, True)]
     assert len(names) == (2 if backend in ("scaled_mm", "triton") else 3), (backend, names)
 
 
@@ -195,3 +206,152 @@ def test_triton_gemm_fallback_matches_float64(m, n, k, bias):
         ref = ref + b.double().cpu()
     assert y.shape == (m, n)
     assert rel_err(y, ref) < 1e-2
+
+
+# --- eager plans, custom ops, torch.compile, CUDA graphs ------------------------------------------------
+
+
+def quantized_reference(layer, x):
+    """float64 product of the operands as this device quantized them (plus the bias)."""
+    x2d = x.reshape(-1, x.shape[-1])
+    x_q, x_s = scale_1x128(x2d)
+    x_deq = dequantize_1x128(x_q.cpu(), x_s.cpu(), torch.float64)
+    w_deq = dequantize_weight_128x128(layer.weight.cpu(), layer.weight_scale.cpu(), torch.float64)
+    out = x_deq @ w_deq.t()
+    if layer.bias is not None:
+        out = out + layer.bias.double().cpu()
+    return out.reshape(*x.shape[:-1], -1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [1, 16, 33, 96])
+@pytest.mark.parametrize("n,k", [(7168, 2048), (384, 512)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_cuda_planned_forward_matches_float64_call_after_call(m, n, k, bias):
+    """First call plans and compiles, later calls launch from the plan: fresh inputs each time."""
+    layer, _, _ = make_layer(n, k, "cuda", bias, torch.bfloat16)
+    for _ in range(3):
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        y = layer(x)
+        assert y.shape == (m, n) and y.dtype == torch.bfloat16
+        assert rel_err(y, quantized_reference(layer, x)) < 1e-2
+
+
+@pytest.mark.gpu
+def test_cuda_planned_forward_leading_dims_odd_strides_and_float16():
+    layer, _, _ = make_layer(256, 512, "cuda", True, torch.float16)
+    x = torch.randn(2, 3, 512, device="cuda", dtype=torch.float16)
+    for _ in range(2):
+        assert rel_err(layer(x), quantized_reference(layer, x)) < 1e-2
+    odd = torch.randn(6, 1024, device="cuda", dtype=torch.float16)[:, ::2]  # inner stride 2: generic path
+    for _ in range(2):
+        assert rel_err(layer(odd), quantized_reference(layer, odd.contiguous())) < 1e-2
+    shifted = torch.randn(6 * 512 + 1, device="cuda", dtype=torch.float16)[1:].view(6, 512)  # unaligned
+    for _ in range(2):
+        assert rel_err(layer(shifted), quantized_reference(layer, shifted)) < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [16, 256])
+def test_cuda_forward_under_cuda_graph_capture(m):
+    layer, _, _ = make_layer(1024, 2048, "cuda", True, torch.bfloat16)
+    x = torch.randn(m, 2048, device="cuda", dtype=torch.bfloat16)
+    layer(x)  # plans and compiles outside the capture (as warm-up before capture always must)
+    layer(torch.randn(256, 2048, device="cuda", dtype=torch.bfloat16))  # cuBLAS probed outside it too
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        layer(x)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = layer(x)
+    for _ in range(2):
+        x.copy_(torch.randn_like(x))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert rel_err(y, quantized_reference(layer, x)) < 1e-2
+
+
+@pytest.mark.gpu
+def test_cuda_forward_compiles_fullgraph():
+    """One compiled layer, a decode M (Triton GEMM inside the op) and a prefill M (cuBLAS inside it)."""
+    layer, _, _ = make_layer(1024, 2048, "cuda", True, torch.bfloat16)
+    compiled = torch.compile(layer, fullgraph=True)
+    for m in (16, 16, 256):
+        x = torch.randn(m, 2048, device="cuda", dtype=torch.bfloat16)
+        y = compiled(x)
+        assert y.shape == (m, 1024)
+        assert rel_err(y, quantized_reference(layer, x)) < 1e-2
+        assert rel_err(y, layer(x)) < 1e-3
+    x = torch.randn(16, 2048, device="cuda", dtype=torch.bfloat16)
+    names = cuda_kernel_names(lambda: compiled(x))
+    assert names[0] == "scale_1x128_kernel", names
+
+
+@pytest.mark.gpu
+def test_cuda_forward_compiled_with_cuda_graphs():
+    """mode="reduce-overhead": the compiled forward is replayed from a CUDA graph."""
+    layer, _, _ = make_layer(1024, 2048, "cuda", False, torch.bfloat16)
+    compiled = torch.compile(layer, mode="reduce-overhead", fullgraph=True)
+    for _ in range(4):
+        x = torch.randn(16, 2048, device="cuda", dtype=torch.bfloat16)
+        assert rel_err(compiled(x).clone(), quantized_reference(layer, x)) < 1e-2
+
+
+# opcheck's schema test multiplies inputs, which torch has no FP8 kernel for: the other three checks.
+OPCHECK_FP8_INPUTS = ("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+
+
+@pytest.mark.gpu
+def test_block_scaled_mm_op_passes_opcheck_on_cuda():
+    x_q, x_s = scale_1x128(torch.randn(8, 512, device="cuda", dtype=torch.bfloat16), column_major_scales=True)
+    w_q = (torch.randn(256, 512, device="cuda") * 50).clamp(-448, 448).to(torch.float8_e4m3fn)
+    w_s = torch.rand(2, 4, device="cuda") + 0.5
+    bias = torch.randn(256, device="cuda", dtype=torch.bfloat16)
+    torch.library.opcheck(torch.ops.kernlint.block_scaled_mm.default, (x_q, x_s, w_q, w_s, torch.bfloat16, bias),
+                          test_utils=OPCHECK_FP8_INPUTS)
+    torch.library.opcheck(torch.ops.kernlint.scale_1x128.default,
+                          (torch.randn(8, 512, device="cuda"), 1e-10, False, True, 4, torch.float8_e4m3fn))
+
+
+def test_block_scaled_mm_op_passes_opcheck_on_cpu():
+    x_q, x_s = scale_1x128(torch.randn(8, 512))
+    w_q = (torch.randn(256, 512) * 50).clamp(-448, 448).to(torch.float8_e4m3fn)
+    w_s = torch.rand(2, 4) + 0.5
+    torch.library.opcheck(torch.ops.kernlint.block_scaled_mm.default, (x_q, x_s, w_q, w_s, torch.float32, None),
+                          test_utils=OPCHECK_FP8_INPUTS)
+
+
+def test_layer_traces_fullgraph_on_cpu():
+    layer, _, _ = make_layer(256, 384, "cpu", True, torch.bfloat16)
+    x = torch.randn(5, 384, dtype=torch.bfloat16)
+    compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")
+    assert torch.equal(compiled(x), layer(x))
+
+
+def test_layer_copies_without_plans():
+    import copy
+
+    layer, _, _ = make_layer(256, 256, "cpu", False, torch.bfloat16)
+    layer._cuda_plans[("fake",)] = object()
+    assert copy.deepcopy(layer)._cuda_plans == {}
+    assert layer.__getstate__()["_cuda_plans"] == {} and layer._cuda_plans
+
+
+# --- quantize-in-GEMM (opt-in) -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("m,n,k", [(5, 384, 512), (130, 256, 1536), (256, 512, 2048)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_fp8_quant_gemm_matches_float64(device, m, n, k, bias):
+    w = torch.randn(n, k, device=device) / k ** 0.5
+    layer = Fp8BlockLinear.from_float(w, torch.randn(n, device=device, dtype=torch.bfloat16) if bias else None)
+    dtype = torch.bfloat16
+    x = torch.randn(m, k, device=device, dtype=dtype)
+    y = fp8_quant_gemm(x, layer.weight, layer.weight_scale, layer.bias)
+    assert y.shape == (m, n) and y.dtype == dtype
+    assert rel_err(y, quantized_reference(layer, x)) < 1e-2
+    two_step = fp8_blockscale_gemm(x, layer.weight, layer.weight_scale, None, layer.bias)[:m]
+    assert rel_err(y, two_step) < 5e-3

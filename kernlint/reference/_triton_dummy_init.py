@@ -138,3 +138,88 @@ def fp8_uniform_fused_(flat_bytes: torch.Tensor, fp8_dtype: torch.dtype, low: fl
         BLOCK=block, FP8=TL_FP8[fp8_dtype], N_ROUNDS=n_rounds, PTX=ptx, ASM=_PTX_BY_DTYPE[fp8_dtype],
         num_warps=num_warps,
     )
+
+
+# Grouped init: one launch for many tensors. Each program fills ITERS consecutive BLOCK-sized pieces of
+# one tensor; the values stay those of fp8_uniform_init_kernel, which depend on (seed, N_ROUNDS, numel).
+
+
+@triton.jit(do_not_specialize=["n_tensors", "seed"])
+def fp8_uniform_init_grouped_kernel(
+    table_ptr, n_tensors, seed, offset, step,
+    BLOCK: tl.constexpr, ITERS: tl.constexpr, SEARCH_STEPS: tl.constexpr, FP8: tl.constexpr,
+    N_ROUNDS: tl.constexpr, PTX: tl.constexpr, ASM: tl.constexpr,
+):
+    """``table`` is int64 [3, n_tensors]: first program, data pointer (16-byte aligned), numel.
+
+    A program finds its tensor by binary search over the first-program row, then writes exactly what
+    ``fp8_uniform_init_kernel`` writes there: bit-identical to one launch per tensor.
+    """
+    pid = tl.program_id(0)
+    lo = pid * 0
+    hi = lo + n_tensors
+    for _step in tl.static_range(SEARCH_STEPS):  # invariant: starts[lo] <= pid < starts[hi]
+        mid = (lo + hi) // 2
+        right = tl.load(table_ptr + mid) <= pid
+        lo = tl.where(right, mid, lo)
+        hi = tl.where(right, hi, mid)
+    local = pid - tl.load(table_ptr + lo)
+    base = tl.load(table_ptr + n_tensors + lo)
+    numel = tl.load(table_ptr + 2 * n_tensors + lo)
+    n_words = numel // 4
+    words_ptr = tl.multiple_of(base, 16).to(tl.pointer_type(tl.int32))
+    lanes = tl.arange(0, 4 * BLOCK)
+    for i in tl.static_range(ITERS):
+        piece = local * ITERS + i
+        # int32 counters, as the per-tensor kernel's: randint4x runs 64-bit Philox on int64 ones.
+        counters = piece.to(tl.int32) * BLOCK + tl.arange(0, BLOCK)
+        r0, r1, r2, r3 = tl.randint4x(seed, counters, N_ROUNDS)
+        words = tl.interleave(
+            tl.interleave(_word_of_four_fp8(r0, offset, step, FP8, PTX, ASM),
+                          _word_of_four_fp8(r1, offset, step, FP8, PTX, ASM)),
+            tl.interleave(_word_of_four_fp8(r2, offset, step, FP8, PTX, ASM),
+                          _word_of_four_fp8(r3, offset, step, FP8, PTX, ASM)))
+        first_word = piece.to(tl.int64) * (4 * BLOCK)
+        if first_word + 4 * BLOCK <= n_words:
+            # A whole piece: no mask, so each thread's 16 bytes go out in one store.
+            tl.store(words_ptr + first_word + lanes, words)
+        elif first_word < n_words:
+            tl.store(words_ptr + first_word + lanes, words, mask=first_word + lanes < n_words)
+    n_tail = numel - 4 * n_words
+    if local == 0:
+        if n_tail > 0:
+            tail_lanes = tl.arange(0, 4)
+            t0, _t1, _t2, _t3 = tl.randint4x(seed, ((n_words + 3) // 4).to(tl.int32) + tail_lanes, N_ROUNDS)
+            bits = _byte_to_fp8_bits(t0 & 0xFF, offset, step, FP8).to(tl.uint8)
+            tail_ptr = (base + 4 * n_words).to(tl.pointer_type(tl.uint8))
+            tl.store(tail_ptr + tail_lanes, bits, mask=tail_lanes < n_tail)
+
+
+class GroupedLaunch:
+    """Launches of the grouped kernel for one (dtype, device, table size class, launch parameters)."""
+
+    _cache: dict[tuple, object] = {}
+
+    @staticmethod
+    def launch(table: torch.Tensor, n_tensors: int, n_programs: int, fp8_dtype: torch.dtype, low: float,
+               high: float, seed: int, *, block: int, iters: int, num_warps: int = DEFAULT_NUM_WARPS,
+               n_rounds: int = DEFAULT_N_ROUNDS, ptx: bool = True) -> None:
+        from kernlint.reference._launch import FastKernel, current_stream
+
+        step = (high - low) / 256.0
+        offset = low + 0.5 * step
+        search_steps = max(0, (n_tensors - 1).bit_length())
+        device_index = table.get_device()
+        key = (fp8_dtype, device_index, search_steps, block, num_warps, n_rounds, iters, ptx, seed >= 2**31)
+        kernel = GroupedLaunch._cache.get(key)
+        if kernel is not None and device_index == torch.cuda.current_device():
+            kernel(n_programs, 1, 1, current_stream(device_index), table.data_ptr(), n_tensors, seed, offset, step)
+            return
+        constexprs = {"BLOCK": block, "ITERS": iters, "SEARCH_STEPS": search_steps, "FP8": TL_FP8[fp8_dtype],
+                      "N_ROUNDS": n_rounds, "PTX": ptx, "ASM": _PTX_BY_DTYPE[fp8_dtype]}
+        with torch.cuda.device(device_index):
+            kernel = FastKernel.first_launch(fp8_uniform_init_grouped_kernel, (n_programs,),
+                                             (table, n_tensors, seed, offset, step), constexprs,
+                                             num_warps=num_warps)
+        if kernel is not None:
+            GroupedLaunch._cache[key] = kernel

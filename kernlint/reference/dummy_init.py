@@ -17,6 +17,12 @@ names: traces of vLLM carry no annotation around dummy init, so rule KL002 finds
   random stream differs from ``"fixed"``: same range and seed-determinism, different values, and 8
   random bits per value (256 evenly spaced levels over [low, high], see ``_triton_dummy_init``). On
   CPU, or for layouts it does not take, it falls back to ``"fixed"``.
+* ``"grouped"`` (model level): the values of ``"fused"``, bit for bit, but every FP8 tensor of the model
+  that is contiguous and 16-byte aligned is written by one launch per (FP8 dtype, device), from a table
+  of data pointers and sizes uploaded once (:func:`uniform_fp8_grouped_`). Per tensor the host work is
+  a few attribute reads, not a launch. The model's tensors are collected by walking its modules'
+  parameters and persistent buffers (what ``state_dict()`` holds for plain modules, without building
+  it); everything else takes the ``"fused"`` path one tensor at a time.
 
 Non-FP8 floating-point parameters get ``param.uniform_`` in place in every mode. Meta tensors are skipped
 (their values are set later). Non-floating-point parameters (e.g. packed int weights) are left as they
@@ -25,6 +31,7 @@ are, except on ROCm, where vLLM zeroes them so runs are reproducible.
 from __future__ import annotations
 
 import functools
+from array import array
 
 import torch
 from torch import nn
@@ -32,10 +39,10 @@ from torch import nn
 __all__ = [
     "MODES", "DEFAULT_CHUNK_NUMEL",
     "initialize_dummy_weights", "initialize_single_dummy_weight",
-    "uniform_fp8_fixed_", "uniform_fp8_chunked_", "uniform_fp8_fused_",
+    "uniform_fp8_fixed_", "uniform_fp8_chunked_", "uniform_fp8_fused_", "uniform_fp8_grouped_",
 ]
 
-MODES = ("fixed", "fused", "chunked")
+MODES = ("fixed", "fused", "chunked", "grouped")
 DEFAULT_CHUNK_NUMEL = 16 * 1024 * 1024  # 32 MiB of fp16 scratch
 
 # torch's CUDA uniform_ (DistributionTemplates.h): 256-thread blocks, grid capped at
@@ -54,6 +61,11 @@ def initialize_dummy_weights(model: nn.Module, low: float = -1e-3, high: float =
     """
     if mode not in MODES:
         raise ValueError(f"initialize_dummy_weights: mode must be one of {MODES}, got {mode!r}")
+    if mode == "grouped":
+        with torch.no_grad():
+            for param in _fill_grouped(_iter_state_tensors(model), low, high, seed, {}):
+                initialize_single_dummy_weight(param, low, high, seed, mode="fused", chunk_numel=chunk_numel)
+        return
     for param in model.state_dict().values():
         initialize_single_dummy_weight(param, low, high, seed, mode=mode, chunk_numel=chunk_numel)
 
@@ -76,7 +88,7 @@ def initialize_single_dummy_weight(param: torch.Tensor, low: float = -1e-3, high
         generator.manual_seed(seed)
         param.uniform_(low, high, generator=generator)
         return
-    if mode == "fused" and _fused_supported(param):
+    if mode in ("fused", "grouped") and _fused_supported(param):
         uniform_fp8_fused_(param, low, high, seed)
         return
     generator = torch.Generator(device=param.device)
@@ -143,6 +155,93 @@ def uniform_fp8_fused_(param: torch.Tensor, low: float, high: float, seed: int, 
 
     flat = _flat_memory_view(param)
     fp8_uniform_fused_(flat.view(torch.uint8), param.dtype, low, high, seed, **launch)
+
+
+def uniform_fp8_grouped_(tensors, low: float = -1e-3, high: float = 1e-3, seed: int = 1234, **launch) -> None:
+    """Fills every tensor of ``tensors`` as :func:`uniform_fp8_fused_` fills each (same values, bit for bit),
+    the contiguous 16-byte-aligned CUDA FP8 ones in one launch per (FP8 dtype, device).
+
+    Each tensor's values depend only on ``seed`` and its size, as with one launch per tensor. The others
+    (odd layouts, CPU) go through :func:`uniform_fp8_fused_` one by one.
+    ``launch`` passes ``block`` / ``num_warps`` / ``n_rounds`` / ``iters`` to the kernel (benchmarks), and
+    ``tensors_per_launch``: launch each time that many tensors are collected (the GPU then starts while
+    the host still walks the rest; the values do not change).
+    """
+    for param in _fill_grouped(tensors, low, high, seed, launch):
+        uniform_fp8_fused_(param, low, high, seed,
+                           **{k: v for k, v in launch.items() if k not in ("iters", "tensors_per_launch")})
+
+
+_GROUPABLE = (torch.float8_e4m3fn, torch.float8_e5m2)
+# Grouped launch shape: each program writes ITERS pieces of 16 * BLOCK bytes (fewer programs, fewer table
+# searches). 512 x 4 was the fastest of bench/bench_grouped_init.py's sweep on the H200.
+GROUPED_BLOCK = 512
+GROUPED_ITERS = 4
+
+
+def _fill_grouped(tensors, low: float, high: float, seed: int, launch: dict) -> list[torch.Tensor]:
+    """Launches the grouped kernel over the tensors it takes; returns the others, in order."""
+    from_table: dict[tuple, tuple[list, list, list, list]] = {}
+    rest = []
+    launch = {"block": GROUPED_BLOCK, "iters": GROUPED_ITERS, **launch}
+    per_launch = launch.pop("tensors_per_launch", None) or -1
+    words_per_program = 4 * launch["block"] * launch["iters"]
+    groupable = _GROUPABLE
+    for t in tensors:
+        if t.dtype in groupable and t.is_cuda:
+            ptr = t.data_ptr()
+            numel = t.numel()
+            if numel and not ptr & 15 and t.is_contiguous():
+                key = (t.dtype, t.get_device())
+                group = from_table.get(key)
+                if group is None:
+                    group = from_table[key] = ([], [], [], [0])
+                starts, ptrs, numels, total = group
+                starts.append(total[0])
+                ptrs.append(ptr)
+                numels.append(numel)
+                # One program per words_per_program 4-byte words, at least one (it writes the tail bytes).
+                total[0] += -(-(numel >> 2) // words_per_program) or 1
+                if len(ptrs) == per_launch:
+                    _launch_group(key, from_table.pop(key), low, high, seed, launch)
+                continue
+        rest.append(t)
+    for key, group in from_table.items():
+        _launch_group(key, group, low, high, seed, launch)
+    return rest
+
+
+def _launch_group(key, group, low, high, seed, launch) -> None:
+    from kernlint.reference._triton_dummy_init import GroupedLaunch
+
+    (dtype, device_index), (starts, ptrs, numels, total) = key, group
+    host = torch.frombuffer(array("q", starts + ptrs + numels), dtype=torch.int64)
+    # Pageable source, non_blocking: the driver stages it at once and the host does not wait for the GPU
+    # (a blocking copy would synchronize the stream).
+    table = host.to(f"cuda:{device_index}", non_blocking=True)
+    GroupedLaunch.launch(table, len(ptrs), total[0], dtype, low, high, seed, **launch)
+
+
+def _iter_state_tensors(model: nn.Module):
+    """The parameters and persistent buffers of every module, in ``state_dict()`` order, without
+    ``state_dict()``'s per-tensor detach and key building (a few us a tensor). A generator: the grouped
+    path can launch while the walk goes on."""
+    stack = [model]
+    while stack:
+        module = stack.pop()
+        for p in module._parameters.values():
+            if p is not None:
+                yield p
+        if module._buffers:
+            skip = module._non_persistent_buffers_set
+            for name, b in module._buffers.items():
+                if b is not None and name not in skip:
+                    yield b
+        stack += [child for child in reversed(module._modules.values()) if child is not None]
+
+
+def _state_tensors(model: nn.Module) -> list[torch.Tensor]:
+    return list(_iter_state_tensors(model))
 
 
 def _fused_supported(param: torch.Tensor) -> bool:

@@ -46,12 +46,6 @@ def _check_group_shape(x: torch.Tensor) -> int:
     return k
 
 
-def _empty_scales(n_rows: int, n_groups: int, column_major: bool, device) -> torch.Tensor:
-    if column_major:
-        return torch.empty((n_groups, n_rows), dtype=torch.float32, device=device).t()
-    return torch.empty((n_rows, n_groups), dtype=torch.float32, device=device)
-
-
 def scale_1x128(
     x: torch.Tensor,
     *,
@@ -67,25 +61,42 @@ def scale_1x128(
     padding rows are written as q = 0 by the same kernel, so a GEMM that needs ``M % 4 == 0`` gets its
     padding without a copy. ``column_major_scales`` gives ``s`` strides ``(1, M_out)``.
     Raises ValueError when K is not a multiple of 128.
+
+    On CUDA, eagerly: a cached launch (see ``_triton_quant``); a new input shape, stride, dtype or
+    alignment is validated and planned once. Under ``torch.compile`` the call is the custom op
+    ``torch.ops.kernlint.scale_1x128``, which the compiler and CUDA graphs take whole.
     """
+    if _compiling():
+        return torch.ops.kernlint.scale_1x128(x, eps, ue8m0, column_major_scales, pad_rows_to, out_dtype)
+    if x.is_cuda:
+        return _cuda_path()(x, eps, ue8m0, column_major_scales, pad_rows_to, out_dtype)
+    return _scale_1x128_eager(x, eps, ue8m0, column_major_scales, pad_rows_to, out_dtype)
+
+
+_compiling = torch.compiler.is_compiling
+_CUDA_PATH = []
+
+
+def _cuda_path():
+    """The cached CUDA launch path, imported on first use (triton exists only on CUDA machines)."""
+    if not _CUDA_PATH:
+        from kernlint.reference._triton_quant import scale_1x128_cuda
+
+        _CUDA_PATH.append(scale_1x128_cuda)
+    return _CUDA_PATH[0]
+
+
+def _scale_1x128_eager(x, eps, ue8m0, column_major_scales, pad_rows_to, out_dtype):
+    """Any device, no cache: what the custom op runs, and the CPU path (inside ``record_function``)."""
+    if x.is_cuda:
+        return _cuda_path()(x, eps, ue8m0, column_major_scales, pad_rows_to, out_dtype)
     k = _check_group_shape(x)
     if pad_rows_to < 1:
         raise ValueError(f"scale_1x128: pad_rows_to must be >= 1, got {pad_rows_to}")
     x2d = x.reshape(-1, k)
     if x2d.stride(-1) != 1:
         x2d = x2d.contiguous()
-    n_rows = x2d.shape[0]
-    n_rows_out = -(-n_rows // pad_rows_to) * pad_rows_to
-    n_groups = k // GROUP_SIZE
-
-    if x2d.is_cuda:
-        from kernlint.reference._triton_quant import scale_1x128_triton
-
-        q = torch.empty((n_rows_out, k), dtype=out_dtype, device=x2d.device)
-        s = _empty_scales(n_rows_out, n_groups, column_major_scales, x2d.device)
-        scale_1x128_triton(x2d, q, s, eps, ue8m0)
-        return q, s
-
+    n_rows_out = -(-x2d.shape[0] // pad_rows_to) * pad_rows_to
     with torch.profiler.record_function("scale_1x128"):
         return _scale_1x128_torch(x2d, n_rows_out, eps, ue8m0, column_major_scales, out_dtype)
 
