@@ -118,11 +118,19 @@ class EventTable:
 
     @property
     def has_device_events(self) -> bool:
-        return bool(self.frame["kind"].isin(DEVICE_KINDS).any())
+        return self._has_kind(DEVICE_KINDS)
 
     @property
     def has_stacks(self) -> bool:
-        return bool((self.frame["kind"] == "python").any())
+        return self._has_kind(("python",))
+
+    def _has_kind(self, kinds) -> bool:
+        column = self.frame["kind"]
+        if isinstance(column.dtype, pd.CategoricalDtype):   # the codes: no string compare per row
+            categories = list(column.cat.categories)
+            codes = [categories.index(k) for k in kinds if k in categories]
+            return bool(np.isin(column.cat.codes.to_numpy(), codes).any())
+        return bool(column.isin(list(kinds)).any())
 
     def of_kind(self, *kinds: str) -> pd.DataFrame:
         return self.frame[self.frame["kind"].isin(kinds)]

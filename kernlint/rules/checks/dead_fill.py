@@ -25,6 +25,7 @@ table; the other R1-R3 kinds (redundant_repeat, widening_cast, cast_round_trip) 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -76,16 +77,46 @@ class OpArgs:
         return tuple(shape), dtype, st
 
 
-def op_args(table) -> dict[int, OpArgs] | None:
+class OpArgsMap(Mapping):
+    """{op row: OpArgs} over the raw arguments the loader kept; each row is decoded when first asked for
+    (a rule reads the few ops it follows, not the hundreds of thousands a large trace holds)."""
+
+    def __init__(self, raw: dict[int, tuple[bytes, bytes, bytes, bytes]]):
+        self._raw = raw
+        self._decoded: dict[int, OpArgs] = {}
+
+    def __getitem__(self, row: int) -> OpArgs:
+        found = self._decoded.get(row)
+        if found is None:
+            dims, types, concrete, strides = self._raw[row]
+            found = self._decoded[row] = OpArgs(_raw(dims), _raw(types), _raw(concrete), _raw(strides))
+        return found
+
+    def get(self, row, default=None):
+        return self[row] if row in self._raw else default
+
+    def __contains__(self, row) -> bool:
+        return row in self._raw
+
+    def __iter__(self):
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def any_strides(self) -> bool:
+        """Whether any op recorded a non-empty Input Strides list (without decoding them all)."""
+        return any(strides.strip() not in (b"", b"[]", b"null") for _d, _t, _c, strides in self._raw.values())
+
+
+def op_args(table) -> OpArgsMap | None:
     """Input shapes, types, concrete values and strides of every op row that recorded them (kept raw by the
-    loader, decoded here once per table); None for a table built without them."""
+    loader, decoded row by row on demand); None for a table built without them."""
     key = "kernlint.checks.op_args"
     if key in table.derived:
         return table.derived[key]
     raw = table.derived.get(OP_ARGS_KEY)
-    found = None if raw is None else {
-        row: OpArgs(_raw(dims), _raw(types), _raw(concrete), _raw(strides))
-        for row, (dims, types, concrete, strides) in raw.items()}
+    found = None if raw is None else OpArgsMap(raw)
     table.derived[key] = found
     return found
 
