@@ -78,35 +78,45 @@ class OpArgs:
 
 
 class OpArgsMap(Mapping):
-    """{op row: OpArgs} over the raw arguments the loader kept; each row is decoded when first asked for
-    (a rule reads the few ops it follows, not the hundreds of thousands a large trace holds)."""
+    """{op row: OpArgs} over the raw arguments the loader kept (an OpArgsStore); each row is decoded when
+    first asked for (a rule reads the few ops it follows, not the hundreds of thousands a trace holds)."""
 
-    def __init__(self, raw: dict[int, tuple[bytes, bytes, bytes, bytes]]):
-        self._raw = raw
+    def __init__(self, store):
+        self._store = store
         self._decoded: dict[int, OpArgs] = {}
 
     def __getitem__(self, row: int) -> OpArgs:
         found = self._decoded.get(row)
         if found is None:
-            dims, types, concrete, strides = self._raw[row]
+            fields = self._store.fields(row)
+            if fields is None:
+                raise KeyError(row)
+            dims, types, concrete, strides = fields
             found = self._decoded[row] = OpArgs(_raw(dims), _raw(types), _raw(concrete), _raw(strides))
         return found
 
     def get(self, row, default=None):
-        return self[row] if row in self._raw else default
+        try:
+            return self[row]
+        except KeyError:
+            return default
 
     def __contains__(self, row) -> bool:
-        return row in self._raw
+        return isinstance(row, (int, np.integer)) and self._store.position(int(row)) >= 0
 
     def __iter__(self):
-        return iter(self._raw)
+        return iter(self._store.rows.tolist())
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self._store.rows)
 
     def any_strides(self) -> bool:
-        """Whether any op recorded a non-empty Input Strides list (without decoding them all)."""
-        return any(strides.strip() not in (b"", b"[]", b"null") for _d, _t, _c, strides in self._raw.values())
+        """Whether any op recorded a non-empty Input Strides list (decoding only the candidates)."""
+        o = self._store.offsets
+        for i in np.flatnonzero(o[:, 4] - o[:, 3] > 2).tolist():
+            if _raw(self._store.field(i, 3)):
+                return True
+        return False
 
 
 def op_args(table) -> OpArgsMap | None:
