@@ -28,7 +28,7 @@ from pathlib import Path
 import msgspec
 
 from kernlint.errors import TraceError
-from kernlint.trace.schema import RawEvent, RawTrace
+from kernlint.trace.schema import RawTrace
 from kernlint.trace.table import EventTable, build_event_table
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
@@ -49,7 +49,7 @@ _INFLATE_CHUNK = 1 << 20   # at most this many decompressed bytes per zlib call 
 # One whole JSON string, escapes included (the N/A repair skips strings: "x N/A y" stays as it is).
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _trace_decoder = msgspec.json.Decoder(RawTrace)
-_array_decoder = msgspec.json.Decoder(list[RawEvent])
+_array_decoder = msgspec.json.Decoder(list[msgspec.Raw])
 
 
 @dataclass(frozen=True)
@@ -298,8 +298,19 @@ def read_trace_bytes(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> by
                 if size > max_bytes:
                     raise TraceError(path, f"is {size:,} bytes, more than the limit of {max_bytes:,}; "
                                      "raise --max-trace-bytes to read it")
-                data = raw.read()
-                if len(data) > max_bytes:  # it grew since stat
+                # One buffer of the file's size, filled in place: read() would hold it twice for a moment.
+                data = bytearray(size)
+                got = raw.readinto(data)
+                while got is not None and got < size:
+                    more = raw.readinto(memoryview(data)[got:])
+                    if not more:
+                        break
+                    got += more
+                del data[got:]
+                rest = raw.read(max_bytes - len(data) + 1)   # it grew since stat, or is not a regular file
+                if rest:
+                    data += rest
+                if len(data) > max_bytes:
                     raise TraceError(path, f"is more than {max_bytes:,} bytes; raise --max-trace-bytes to read it")
     except OSError as exc:
         raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None

@@ -39,17 +39,16 @@ def display_name(index: ScopeIndex, row: int) -> str:
 def rows_matching(index: ScopeIndex, kinds: Iterable[str], pattern: str) -> np.ndarray:
     """Rows of these kinds whose printed name matches `pattern` (each distinct name is tested once)."""
     regex = compiled(pattern)
-    rows = np.flatnonzero(np.isin(index.kind, list(kinds)))
-    verdict: dict[str, bool] = {}
     out = []
-    for r in rows.tolist():
-        name = display_name(index, r)
-        hit = verdict.get(name)
-        if hit is None:
-            hit = verdict[name] = regex.search(name) is not None
-        if hit:
-            out.append(r)
-    return np.array(out, dtype=np.int64)
+    for kind in set(kinds):
+        rows, codes, uniques = index.names_of_kind(kind)
+        if not len(rows):
+            continue
+        printed = (n[len("nn.Module: "):] if kind == "module" and n.startswith("nn.Module: ") else n
+                   for n in uniques.tolist())
+        hits = np.fromiter((regex.search(n) is not None for n in printed), dtype=bool, count=len(uniques))
+        out.append(rows[hits[codes]])
+    return np.sort(np.concatenate(out)).astype(np.int64) if out else np.array([], dtype=np.int64)
 
 
 def drop_nested(index: ScopeIndex, rows: np.ndarray) -> np.ndarray:
@@ -127,6 +126,41 @@ class EventFilter:
     def of(cls, spec) -> EventFilter:
         return cls(tuple(getattr(spec, "kinds", ())), tuple(getattr(spec, "names", ())),
                    tuple(getattr(spec, "device_categories", ())), tuple(getattr(spec, "op_categories", ())))
+
+    def mask(self, index: ScopeIndex) -> np.ndarray:
+        """Whether each row of the table passes the filter (computed once per index and filter)."""
+        found = index.memo.get(("event-filter", self))
+        if found is not None:
+            return found
+        n = len(index.kind)
+        ok = np.ones(n, dtype=bool)
+        if self.kinds:
+            ok[:] = False
+            ok[index.rows_of(self.kinds)] = True
+        if self.names:
+            codes, uniques, is_module = index.name_codes()
+            regexes = [compiled(p) for p in self.names]
+            plain = np.fromiter((any(rx.search(u) for rx in regexes) for u in uniques.tolist()), bool, len(uniques))
+            stripped = np.fromiter((any(rx.search(u[len("nn.Module: "):] if u.startswith("nn.Module: ") else u)
+                                        for rx in regexes) for u in uniques.tolist()), bool, len(uniques))
+            ok &= np.where(is_module, stripped[codes], plain[codes])
+        if self.device_categories or self.op_categories:
+            device = np.zeros(n, dtype=bool)
+            device[index.rows_of(DEVICE_KINDS)] = True
+            working = device.copy()
+            working[index.rows_of(("op",))] = index.does_work[index.rows_of(("op",))].astype(bool)
+            runtime = index.rows_of(("runtime",))
+            working[runtime] = np.isin(index.category[runtime], list(WORKING_RUNTIME_CATEGORIES))
+            allowed = np.zeros(n, dtype=bool)
+            for rows_mask, categories in ((device, self.device_categories), (~device, self.op_categories)):
+                hit = np.isin(index.category, [c for c in categories if c != "*"])
+                if "*" in categories:
+                    hit |= working
+                allowed |= rows_mask & hit
+            ok &= allowed
+        ok.flags.writeable = False
+        index.memo[("event-filter", self)] = ok
+        return ok
 
     def __call__(self, index: ScopeIndex, row: int) -> bool:
         kind = index.kind[row]

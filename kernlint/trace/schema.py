@@ -1,7 +1,8 @@
 """The raw Chrome-trace schema torch.profiler writes, as msgspec structs.
 
 msgspec decodes straight into these typed structs, skipping every field not named here, so a large trace
-never becomes a dict per event. Every field is optional with a loose type: traces from torch 1.x to 2.13,
+never becomes a dict per event; the top level first, keeping each event as raw JSON, then the events a chunk
+at a time (kernlint.trace.columns). Every field is optional with a loose type: traces from torch 1.x to 2.13,
 and from other writers (vLLM, TensorBoard plugins), differ in which fields they carry. The fields every
 analysis rests on (`name`, `cat`, `ts`, `dur`, `pid`, `tid`, the ids) take any JSON value: a
 damaged value is not a reason to refuse the whole trace; kernlint.trace.table parses them, and
@@ -37,16 +38,18 @@ ARG_FIELDS: dict[str, str] = {
 }
 
 Scalar = int | float | str | None
+# The default of an absent raw argument: one shared object, so that "absent" is an identity test.
+NO_RAW = msgspec.Raw(b"")
 
 
-class RawArgs(msgspec.Struct, rename=ARG_FIELDS):
+class RawArgs(msgspec.Struct, rename=ARG_FIELDS, gc=False):   # gc=False: cheaper to make, no cycles
     external_id: Any = None    # ids: any JSON value; ints above 2**63 (uint64 ids) stay exact Python ints
     correlation: Any = None
     # Kept as raw JSON and decoded only for the few ops whose dtypes matter (allocations, anchors).
-    input_dims: msgspec.Raw = msgspec.Raw(b"")
-    input_types: msgspec.Raw = msgspec.Raw(b"")
-    input_strides: msgspec.Raw = msgspec.Raw(b"")
-    concrete_inputs: msgspec.Raw = msgspec.Raw(b"")
+    input_dims: msgspec.Raw = NO_RAW
+    input_types: msgspec.Raw = NO_RAW
+    input_strides: msgspec.Raw = NO_RAW
+    concrete_inputs: msgspec.Raw = NO_RAW
     addr: Scalar = None
     nbytes: Scalar = None
     device_type: Scalar = None
@@ -58,7 +61,7 @@ class RawArgs(msgspec.Struct, rename=ARG_FIELDS):
     python_parent_id: Any = None
 
 
-class RawEvent(msgspec.Struct):
+class RawEvent(msgspec.Struct, gc=False):
     ph: Scalar = None
     cat: Any = None    # any JSON value: a list, an object or a boolean here is counted as damage, not refused
     name: Any = None
@@ -70,7 +73,9 @@ class RawEvent(msgspec.Struct):
 
 
 class RawTrace(msgspec.Struct, rename={"trace_events": "traceEvents"}):
-    trace_events: list[RawEvent]
+    # Each event as its raw JSON: decoded chunk by chunk into RawEvent (kernlint.trace.columns), so that the
+    # structs of every event never exist at once.
+    trace_events: list[msgspec.Raw]
     schemaVersion: Any = None
     deviceProperties: Any = None
     distributedInfo: Any = None

@@ -84,6 +84,19 @@ class ScopeIndex:
         f = table.frame
         self.frame = f
         self.kind = f["kind"].to_numpy().astype(object)
+        # Small-integer kind codes: comparing them is cheap where comparing the kind strings is not.
+        kinds = f["kind"]
+        if isinstance(kinds.dtype, pd.CategoricalDtype):
+            self._kind_codes = {k: i for i, k in enumerate(kinds.cat.categories)}
+            self.kind_code = kinds.cat.codes.to_numpy()
+        else:
+            codes, uniques = pd.factorize(kinds)
+            self._kind_codes = {k: i for i, k in enumerate(uniques)}
+            self.kind_code = codes
+        self._kind_rows: dict[frozenset, np.ndarray] = {}
+        self._names_of_kind: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._rows_by_thread: dict[tuple[int, str], tuple[np.ndarray, dict]] = {}
+        self.memo: dict = {}   # per-index results of row queries (kernlint.trace.rows), keyed by the query
         self.name = f["name"].to_numpy()
         self.ts = f["ts"].to_numpy()
         self.end = f["end"].to_numpy()
@@ -100,12 +113,13 @@ class ScopeIndex:
         self.short_name = f["short_name"].to_numpy()
         self.op = f["op"].to_numpy()
         self.source = f["source"].to_numpy()
-        self._device_by_thread = self._by_thread(np.flatnonzero(
-            np.isin(self.kind, list(DEVICE_KINDS)) & (self.launcher >= 0)), self.launch_ts)
+        device = self.rows_of(DEVICE_KINDS)
+        self._device_by_thread = self._by_thread(device[self.launcher[device] >= 0], self.launch_ts)
         self._children: dict[int, list[int]] | None = None
         self._allocs_by_thread: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
-        self._work_ops_by_thread = self._by_thread(np.flatnonzero((self.kind == "op") & self.does_work), self.ts)
-        self._modules_by_thread = self._by_thread(np.flatnonzero(self.kind == "module"), self.ts)
+        ops = self.rows_of(("op",))
+        self._work_ops_by_thread = self._by_thread(ops[self.does_work[ops].astype(bool)], self.ts)
+        self._modules_by_thread = self._by_thread(self.rows_of(("module",)), self.ts)
         self._gemm_by_thread = self._gemm_owners()
         self._coarse: dict[int, bool] = {}
         self._units_cache: dict[tuple[int, int, int], list[Scope]] = {}
@@ -120,15 +134,57 @@ class ScopeIndex:
             index = table.derived["scope_index"] = cls(table)
         return index
 
+    def kind_code_of(self, kind: str) -> int:
+        """The code of a kind in `kind_code` (-1 for a kind the table does not have)."""
+        return self._kind_codes.get(kind, -1)
+
+    def rows_of(self, kinds: Iterable[str]) -> np.ndarray:
+        """The rows of these kinds, in row order (cached: do not modify the array)."""
+        wanted = frozenset(kinds)
+        rows = self._kind_rows.get(wanted)
+        if rows is None:
+            codes = [self._kind_codes[k] for k in wanted if k in self._kind_codes]
+            rows = self._kind_rows[wanted] = np.flatnonzero(np.isin(self.kind_code, codes))
+            rows.flags.writeable = False
+        return rows
+
+    def names_of_kind(self, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows of the kind, code of each row's name, the distinct names): a pattern is tested once per name."""
+        found = self._names_of_kind.get(kind)
+        if found is None:
+            rows = self.rows_of((kind,))
+            codes, uniques = pd.factorize(self.name[rows])
+            found = self._names_of_kind[kind] = (rows, codes, np.asarray(uniques, dtype=object))
+        return found
+
+    def thread_code(self) -> np.ndarray:
+        """Each row's thread as an integer that sorts like the thread text."""
+        found = self.memo.get("thread-code")
+        if found is None:
+            found = self.memo["thread-code"] = pd.factorize(self.thread, sort=True)[0]
+        return found
+
+    def name_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(code of each row's name, the distinct names, whether each row is a module frame)."""
+        found = self.memo.get("name-codes")
+        if found is None:
+            codes, uniques = pd.factorize(self.name)
+            is_module = np.zeros(len(self.name), dtype=bool)
+            is_module[self.rows_of(("module",))] = True
+            found = self.memo["name-codes"] = (codes, np.asarray(uniques, dtype=object), is_module)
+        return found
+
     def _by_thread(self, rows: np.ndarray, key: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if not len(rows):
             return out
-        threads = self.thread[rows]
-        for t in np.unique(threads):
-            sel = rows[threads == t]
-            sel = sel[np.argsort(key[sel], kind="stable")]
-            out[t] = (key[sel], sel)
+        # Group by thread code, then by key within a thread: one stable sort for all threads.
+        codes = self.thread_code()[rows]
+        order = np.lexsort((key[rows], codes))
+        rows, codes = rows[order], codes[order]
+        cuts = np.flatnonzero(np.diff(codes)) + 1
+        for sel in np.split(rows, cuts):
+            out[self.thread[sel[0]]] = (key[sel], sel)
         return out
 
     def _gemm_owners(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -366,19 +422,16 @@ class ScopeIndex:
             regexes = [compile_pattern(p) for p in patterns]
             if not regexes:
                 continue
-            verdict: dict[str, bool] = {}
-            for r in np.flatnonzero(self.kind == kind).tolist():
-                name = self.name[r]
-                hit = verdict.get(name)
-                if hit is None:
-                    printed = name[len(_MODULE_PREFIX):] if kind == "module" and name.startswith(
-                        _MODULE_PREFIX) else name
-                    hit = verdict[name] = any(rx.search(printed) for rx in regexes)
-                if hit:
-                    wanted.append(r)
-        wanted.sort(key=lambda r: (self.thread[r], self.ts[r], -self.end[r]))
+            rows, codes, uniques = self.names_of_kind(kind)
+            hits = np.fromiter((any(rx.search(name[len(_MODULE_PREFIX):] if kind == "module" and name.startswith(
+                _MODULE_PREFIX) else name) for rx in regexes) for name in uniques.tolist()), dtype=bool,
+                count=len(uniques))
+            if hits.any():
+                wanted.extend(rows[hits[codes]].tolist())
+        w = np.asarray(wanted, dtype=np.int64)
+        order = w[np.lexsort((-self.end[w], self.ts[w], self.thread_code()[w]))] if len(w) else w
         out: list[Scope] = []
-        for r in wanted:
+        for r in order.tolist():
             last = out[-1] if out else None
             if last is not None and last.thread == self.thread[r] and self.ts[r] < last.end:
                 continue  # nested in an instance already taken
@@ -390,7 +443,7 @@ class ScopeIndex:
         """Each host thread's whole profiled window (first to last host event of a thread that ran ops), as
         scope instances, minus the instances of the named set-up scopes (model loading, warm-up, capture):
         what a trace that names no hot scope still shows of the program's steps."""
-        host = np.flatnonzero(np.isin(self.kind, ["op", "runtime"]))
+        host = self.rows_of(("op", "runtime"))
         setup = self.named_scopes(setup_annotations, (), setup_frames) if (setup_annotations or setup_frames) \
             else []
         out: list[Scope] = []
@@ -411,12 +464,19 @@ class ScopeIndex:
 
     def rows_in_scope(self, scope: Scope, rows: np.ndarray, key: str = "launch_ts") -> np.ndarray:
         """Those of `rows` that started (key="ts") or were issued (key="launch_ts") from the scope's thread
-        inside its interval."""
+        inside its interval, in row order. The same `rows` array asked again is answered by binary search."""
         if not len(rows):
             return rows
-        times = (self.ts if key == "ts" else self.launch_ts)[rows]
-        keep = (self.thread[rows] == scope.thread) & (times >= scope.ts) & (times < scope.end)
-        return rows[keep]
+        cache_key = (id(rows), key)
+        found = self._rows_by_thread.get(cache_key)
+        if found is None or found[0] is not rows:   # keep `rows` alive: its id is not reused while cached
+            if len(self._rows_by_thread) >= 32:      # callers that pass a new array each time: stay bounded
+                self._rows_by_thread.pop(next(iter(self._rows_by_thread)))
+            times = self.ts if key == "ts" else self.launch_ts
+            found = self._rows_by_thread[cache_key] = (rows, self._by_thread(np.asarray(rows, dtype=np.int64),
+                                                                             times))
+        inside = self._between(found[1].get(scope.thread), scope.ts, scope.end)
+        return np.sort(inside)
 
 
 class AnchorSet:

@@ -30,7 +30,7 @@ every link column holds a row label, or -1 where there is no such event. Columns
 """
 from __future__ import annotations
 
-import operator
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ import pandas as pd
 
 from kernlint.errors import TraceError
 from kernlint.trace import names
+from kernlint.trace.columns import OpArgsStore, _id_column, _int_or, decode_events
 from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
 from kernlint.trace.schema import RawTrace, raw_list
 
@@ -58,7 +59,6 @@ _CAT_TO_KIND = {
     "python_function": "python", "python": "python",
 }
 _STEP_RANGE = names.named_pattern("profiler-step-range")
-_SKIPPED_PHASES = frozenset({"M", "s", "f", "t", "b", "e", "n"})
 
 # Bits of the `damage` column. BAD_<field>: the field was missing or unusable (ts not a number, dur of a
 # complete event missing, negative or not a number, pid/tid not an integer or a name, an id not a
@@ -72,9 +72,6 @@ _SKIPPED_PHASES = frozenset({"M", "s", "f", "t", "b", "e", "n"})
 BAD_FIELD_BITS = {"ts": BAD_TS, "dur": BAD_DUR, "pid": BAD_PID, "tid": BAD_TID, "name": BAD_NAME, "cat": BAD_CAT,
                   "correlation": BAD_CORRELATION, "external_id": BAD_EXTERNAL_ID}
 UNPLACED = BAD_TS | BAD_PID | BAD_TID   # events left out of interval nesting: when or on which thread is unknown
-BAD_THREAD = "?"                        # the pid / tid text of an event whose pid / tid is unusable
-_INT64_LIMIT = 2 ** 63
-_NONE = type(None)
 _MODULE_PREFIX = "nn.Module: "
 
 # Which `Concrete Inputs` position holds the dtype, for factory ops whose output an allocation is.
@@ -118,11 +115,19 @@ class EventTable:
 
     @property
     def has_device_events(self) -> bool:
-        return bool(self.frame["kind"].isin(DEVICE_KINDS).any())
+        return self._has_kind(DEVICE_KINDS)
 
     @property
     def has_stacks(self) -> bool:
-        return bool((self.frame["kind"] == "python").any())
+        return self._has_kind(("python",))
+
+    def _has_kind(self, kinds) -> bool:
+        column = self.frame["kind"]
+        if isinstance(column.dtype, pd.CategoricalDtype):   # the codes: no string compare per row
+            categories = list(column.cat.categories)
+            codes = [categories.index(k) for k in kinds if k in categories]
+            return bool(np.isin(column.cat.codes.to_numpy(), codes).any())
+        return bool(column.isin(list(kinds)).any())
 
     def of_kind(self, *kinds: str) -> pd.DataFrame:
         return self.frame[self.frame["kind"].isin(kinds)]
@@ -131,184 +136,24 @@ class EventTable:
         return len(self.frame)
 
 
-def _int_or(value: Any, default: int | None = -1) -> int | None:
-    """An integer from a trace value (int, integral float, integer text), else `default`."""
-    if value is None or isinstance(value, bool):
-        return default
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else default
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return default
-    return default
-
-
-def _float_or_nan(value: Any) -> float:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return float("nan")
-    try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError):
-        return float("nan")
-
-
-def _float_column(values: list) -> np.ndarray:
-    """Numbers (or numeric strings) to float64, NaN where missing or not a number; the common all-numeric case
-    stays in C. Infinities stay (callers that need finite values test for them)."""
-    if set(map(type, values)) <= {int, float, _NONE}:  # numpy turns None into NaN
-        try:
-            return np.array(values, dtype=np.float64)
-        except OverflowError:  # an int beyond float range
-            pass
-    return np.fromiter((_float_or_nan(v) for v in values), dtype=np.float64, count=len(values))
-
-
-def _int_column(values: list, default: int = -1) -> np.ndarray:
-    """Integers to int64, `default` where missing, not a number, or out of int64 range (never a warning)."""
-    n = len(values)
-    if set(map(type, values)) <= {int, _NONE}:
-        present = np.fromiter((v is not None for v in values), dtype=bool, count=n)
-        try:
-            ints = np.array([v for v in values if v is not None], dtype=np.int64)
-        except OverflowError:
-            pass
-        else:
-            out = np.full(n, default, dtype=np.int64)
-            out[present] = ints
-            return out
-    floats = _float_column(values)
-    ok = np.isfinite(floats) & (np.abs(floats) < _INT64_LIMIT)
-    out = np.full(n, default, dtype=np.int64)
-    out[ok] = floats[ok].astype(np.int64)
-    return out
-
-
-_BAD = object()
-
-
-def _as_id(value: Any) -> Any:
-    """A kineto id as an exact Python int; None when absent; _BAD when not a non-negative integer."""
-    if value is None:
-        return None
-    t = type(value)
-    if t is int:
-        return value if value >= 0 else _BAD
-    if t is float:
-        return int(value) if value.is_integer() and value >= 0 else _BAD
-    if t is str:
-        text = value.strip()
-        return int(text) if text.isascii() and text.isdigit() else _BAD
-    return _BAD
-
-
-def _id_column(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """Correlation / External ids -> (int64 column, unusable mask). Ids are compared exactly, never through
-    float64: where they all fit in int64 the column holds them as they are; otherwise it holds an
-    order-preserving dense code of each (pandas.factorize over the exact Python ints). -1 where absent or
-    unusable."""
-    n = len(values)
-    out = np.full(n, -1, dtype=np.int64)
-    bad = np.zeros(n, dtype=bool)
-    if set(map(type, values)) <= {int, _NONE}:  # the usual case: ints and absent values only
-        present = np.fromiter((v is not None for v in values), dtype=bool, count=n)
-        try:
-            ids = np.array([v for v in values if v is not None], dtype=np.int64)
-        except OverflowError:
-            pass
-        else:
-            negative = ids < 0
-            if negative.any():
-                rows = np.flatnonzero(present)
-                bad[rows[negative]] = True
-                ids[negative] = -1
-            out[present] = ids
-            return out, bad
-    parsed = [_as_id(v) for v in values]
-    bad = np.fromiter((p is _BAD for p in parsed), dtype=bool, count=n)
-    present = np.fromiter((p is not None and p is not _BAD for p in parsed), dtype=bool, count=n)
-    ids = [p for p in parsed if p is not None and p is not _BAD]
-    if not ids:
-        return out, bad
-    if max(ids) < _INT64_LIMIT:
-        out[present] = np.array(ids, dtype=np.int64)
-    else:
-        codes, _uniques = pd.factorize(np.array(ids, dtype=object), sort=True)
-        out[present] = codes
-    return out, bad
-
-
-def _time_column(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """ts / dur values -> (float64 with NaN where unusable, unusable mask: missing, not a number, not finite)."""
-    floats = _float_column(values)
-    bad = ~np.isfinite(floats)
-    floats[bad] = np.nan
-    return floats, bad
-
-
-def _thread_text(value: Any) -> str | None:
-    """pid / tid as text: an int, an integral float (1.0 -> "1") or a name; None when missing or unusable."""
-    t = type(value)
-    if t is str:
-        return value
-    if t is int:
-        return str(value)
-    if t is float and value.is_integer():
-        return str(int(value))
-    return None
-
-
-def _thread_column(values: list) -> tuple[list[str], np.ndarray]:
-    """pid / tid column as text, and the mask of values that are missing or unusable (BAD_THREAD there)."""
-    n = len(values)
-    if set(map(type, values)) <= {int, str}:
-        return list(map(str, values)), np.zeros(n, dtype=bool)
-    texts = [_thread_text(v) for v in values]
-    bad = np.fromiter((t is None for t in texts), dtype=bool, count=n)
-    return [BAD_THREAD if t is None else t for t in texts], bad
-
-
-_get_name, _get_cat, _get_ts, _get_dur, _get_pid, _get_tid = (
-    operator.attrgetter(a) for a in ("name", "cat", "ts", "dur", "pid", "tid"))
-_get_correlation, _get_external_id, _get_stream, _get_device_type, _get_addr = (
-    operator.attrgetter(a) for a in ("correlation", "external_id", "stream", "device_type", "addr"))
-_get_input_types, _get_concrete_inputs = operator.attrgetter("input_types"), operator.attrgetter("concrete_inputs")
-_get_python_id, _get_python_parent_id = operator.attrgetter("python_id"), operator.attrgetter("python_parent_id")
-
-
-def _str_column(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """Strings as an object array; a number as its text, "" for anything else (null, a list, an object);
-    and the mask of values that were not strings."""
-    n = len(values)
-    bad = np.fromiter((type(v) is not str for v in values), dtype=bool, count=n)
-    if not bad.any():
-        return np.array(values, dtype=object).reshape(n), bad
-    out = np.empty(n, dtype=object)
-    out[:] = [v if type(v) is str else str(v) if type(v) in (int, float) else "" for v in values]
-    return out, bad
-
-
-def _kinds(names_: np.ndarray, cats: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
-    """The kind column, from the category (case-insensitive), `[memory]` events and module frames."""
-    lowered = pd.Series(cats, dtype=object).str.lower()
-    kinds = lowered.map(_CAT_TO_KIND).to_numpy(dtype=object)
-    unknown = pd.isna(kinds)
-    memory = unknown & (names_ == "[memory]")
+def _kinds(name_codes: np.ndarray, name_values: list[str], cat_codes: np.ndarray, cat_values: list[str],
+           nbytes: np.ndarray) -> np.ndarray:
+    """The kind column, from the category (case-insensitive), `[memory]` events and module frames; each
+    distinct category and name is looked at once."""
+    kind_of_cat = np.array([_CAT_TO_KIND.get(c.lower(), "") for c in cat_values] or [""], dtype=object)
+    kinds = kind_of_cat[cat_codes] if len(cat_values) else np.full(len(cat_codes), "", dtype=object)
+    unknown = kinds == ""
+    is_memory_name = np.array([n == "[memory]" for n in name_values] or [False], dtype=bool)
+    memory = unknown & is_memory_name[name_codes]
     kinds[memory] = np.where(nbytes[memory] < 0, "free", "alloc")
     kinds[unknown & ~memory] = "other"
-    python = np.flatnonzero(kinds == "python")
-    if len(python):
-        is_module = pd.Series(names_[python], dtype=object).str.startswith(_MODULE_PREFIX).to_numpy(dtype=bool)
-        kinds[python[is_module]] = "module"
+    is_module_name = np.array([n.startswith(_MODULE_PREFIX) for n in name_values] or [False], dtype=bool)
+    kinds[(kinds == "python") & is_module_name[name_codes]] = "module"
     # Kineto before PyTorch 1.10 recorded record_function ranges as cpu_op: the profiler's own step range
     # (names table: profiler-step-range) is a range whatever its category says.
-    ops = np.flatnonzero(kinds == "op")
-    if len(ops):
-        is_step = pd.Series(names_[ops], dtype=object).str.contains(_STEP_RANGE, regex=True).to_numpy(dtype=bool)
-        kinds[ops[is_step]] = "annotation"
+    step = re.compile(_STEP_RANGE)
+    is_step = np.array([step.search(n) is not None for n in name_values] or [False], dtype=bool)
+    kinds[(kinds == "op") & is_step[name_codes]] = "annotation"
     return kinds
 
 
@@ -317,93 +162,91 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
 
     A trace with no events besides metadata raises TraceError. Events whose essential fields are unusable
     are kept, flagged in the `damage` column and left out of what they would make wrong (nesting, links)."""
-    events = [e for e in raw.trace_events if e.ph not in _SKIPPED_PHASES and e.cat not in ("ac2g", "flow")]
-    if not events:
-        others = len(raw.trace_events)
+    cols = decode_events(raw.trace_events, path)
+    meta = _meta(raw, path)
+    raw.trace_events = []   # the events' raw JSON (and through it the file's bytes) is no longer needed
+    if not cols.n:
+        others = cols.others
         raise TraceError(path, "holds no trace events" + (
             f" (only {others} metadata or flow event{'s' if others != 1 else ''})" if others else ""))
-
-    args = [e.args if e.args is not None else _NO_ARGS for e in events]
-    names_, bad_name = _str_column(list(map(_get_name, events)))
-    cats, bad_cat = _str_column(list(map(_get_cat, events)))
-    nbytes = _int_column([a.nbytes if a.nbytes is not None else a.memcpy_bytes for a in args], 0)
-    ts, bad_ts = _time_column(list(map(_get_ts, events)))
-    dur, bad_dur = _time_column(list(map(_get_dur, events)))
-    complete = np.array([e.ph for e in events], dtype=object) == "X"
+    n = cols.n
+    names_, bad_name, name_codes, name_values = cols.text("name")
+    cats, bad_cat, cat_codes, cat_values = cols.text("cat")
+    nbytes = cols.int_column("bytes")
+    ts, bad_ts = cols.floats("ts")
+    dur, bad_dur = cols.floats("dur")
+    complete = cols.complete[:n]
     bad_dur = complete & (bad_dur | (dur < 0))   # an instant has no dur; a complete event must have one
     dur[~(dur >= 0)] = 0.0                        # NaN and negative -> 0: the event is no one's parent
-    pid, bad_pid = _thread_column(list(map(_get_pid, events)))
-    tid, bad_tid = _thread_column(list(map(_get_tid, events)))
-    correlation, bad_corr = _id_column(list(map(_get_correlation, args)))
-    external_id, bad_ext = _id_column(list(map(_get_external_id, args)))
+    pid, bad_pid, pid_codes, pid_values = cols.text("pid")
+    tid, bad_tid, tid_codes, tid_values = cols.text("tid")
+    correlation, bad_corr = cols.id_column("correlation")
+    external_id, bad_ext = cols.id_column("external_id")
     bad_cat &= complete   # instants without a category occur in real traces ("Record Window End")
-    damage = np.zeros(len(events), dtype=np.uint16)
+    damage = np.zeros(n, dtype=np.uint16)
     for mask, bit in ((bad_ts, BAD_TS), (bad_dur, BAD_DUR), (bad_pid, BAD_PID), (bad_tid, BAD_TID),
                       (bad_corr, BAD_CORRELATION), (bad_ext, BAD_EXTERNAL_ID), (bad_name, BAD_NAME),
                       (bad_cat, BAD_CAT)):
         damage[mask] |= bit
+    # "pid:tid" text, one string per distinct pair.
+    pair = pid_codes.astype(np.int64) * max(len(tid_values), 1) + tid_codes
+    pairs, pair_codes = np.unique(pair, return_inverse=True)
+    thread_values = np.empty(len(pairs), dtype=object)
+    thread_values[:] = [f"{pid_values[p // max(len(tid_values), 1)]}:{tid_values[p % max(len(tid_values), 1)]}"
+                        for p in pairs.tolist()]
     frame = pd.DataFrame({
-        "kind": _kinds(names_, cats, nbytes),
+        "kind": _kinds(name_codes, name_values, cat_codes, cat_values, nbytes),
         "name": names_,
         "cat": cats,
         "ts": ts,
         "dur": dur,
         "pid": pid,
         "tid": tid,
+        "thread": thread_values[pair_codes.reshape(-1)],
         "correlation": correlation,
         "external_id": external_id,
-        "stream": _int_column(list(map(_get_stream, args))),
-        "device": _int_column([a.device if a.device is not None else a.device_id for a in args]),
-        "device_type": _int_column(list(map(_get_device_type, args))),
-        "addr": _int_column(list(map(_get_addr, args)), 0),
+        "stream": cols.int_column("stream"),
+        "device": cols.int_column("device"),
+        "device_type": cols.int_column("device_type"),
+        "addr": cols.int_column("addr"),
         "bytes": nbytes,
-        "input_types": list(map(_get_input_types, args)),
-        "concrete_inputs": list(map(_get_concrete_inputs, args)),
         "damage": damage,
     })
+    # The frame holds its own copies: the arrays it was made from would double the memory until the end.
+    del names_, cats, ts, dur, pid, tid, correlation, external_id, nbytes, damage, complete
+    cols.name = cols.cat = cols.pid = cols.tid = cols.ts = cols.dur = cols.complete = None
+    cols.ints = {}
     frame["end"] = frame["ts"] + frame["dur"]
     frame.index.name = "row"
 
-    _name_columns(frame)
+    _name_columns(frame, name_codes, name_values)
     _link_launches(frame)
-    _nest_host_events(frame)
-    _check_frame_tree(frame, args)
+    _nest_host_events(frame, name_codes, name_values)
+    _check_frame_tree(frame, cols.id_values("python_id"), cols.id_values("python_parent_id"))
+    cols.ids.clear()
     _inherit_from_launcher(frame)
-    _allocation_dtypes_and_pairs(frame)
+    _allocation_dtypes_and_pairs(frame, cols.op_args)
     _work_flags(frame)
     _sources(frame)
-    frame = frame.drop(columns=["input_types", "concrete_inputs"])
     frame["kind"] = pd.Categorical(frame["kind"], categories=KINDS)
 
-    meta = _meta(raw, path)
     table = EventTable(frame=frame, meta=meta)
-    table.derived[OP_ARGS_KEY] = _op_args_raw(frame, args)
+    table.derived[OP_ARGS_KEY] = _op_args_of_ops(frame, cols.op_args)
     return table
 
 
-# EventTable.derived key: {op row: (Input Dims, Input type, Concrete Inputs, Input Strides)} as raw JSON bytes,
-# for the ops that recorded shapes; decoded only by the checks that follow tensors (kernlint.rules.checks).
+# EventTable.derived key: an OpArgsStore holding (Input Dims, Input type, Concrete Inputs, Input Strides) as raw
+# JSON of the ops that recorded shapes; decoded only by the checks that follow tensors (kernlint.rules.checks).
 OP_ARGS_KEY = "op-args-raw"
 
 
-def _op_args_raw(frame: pd.DataFrame, args: list) -> dict[int, tuple[bytes, bytes, bytes, bytes]]:
-    """Copies (not views: the decoded file is not kept alive) of the shape arguments of every op."""
-    out = {}
-    for row in np.flatnonzero(frame["kind"].to_numpy() == "op").tolist():
-        a = args[row]
-        if len(a.input_dims):
-            out[row] = (bytes(a.input_dims), bytes(a.input_types), bytes(a.concrete_inputs),
-                        bytes(a.input_strides))
-    return out
-
-
-class _NoArgs:
-    external_id = correlation = input_types = concrete_inputs = addr = nbytes = device_type = None
-    device_id = device = stream = memcpy_bytes = python_id = python_parent_id = None
-    input_dims = input_strides = b""
-
-
-_NO_ARGS = _NoArgs()
+def _op_args_of_ops(frame: pd.DataFrame, store: OpArgsStore | None) -> OpArgsStore | None:
+    """The shape arguments of the ops that recorded Input Dims (a view of the loader's store)."""
+    if store is None:
+        return OpArgsStore(rows=np.empty(0, dtype=np.int64), offsets=np.zeros((0, 5), dtype=np.int64), blob=b"")
+    is_op = frame["kind"].to_numpy()[store.rows] == "op"
+    keep = is_op & store.has_dims()
+    return OpArgsStore(rows=store.rows[keep], offsets=store.offsets[keep], blob=store.blob)
 
 
 def _flag(value: Any) -> bool | None:
@@ -433,12 +276,18 @@ def _meta(raw: RawTrace, path: str | Path) -> TraceMeta:
     )
 
 
-def _name_columns(frame: pd.DataFrame) -> None:
+def _name_columns(frame: pd.DataFrame, name_codes: np.ndarray, name_values: list[str]) -> None:
+    """short_name and category, worked out once per distinct (kind, name)."""
     kinds = frame["kind"].to_numpy()
-    names_ = frame["name"].to_numpy()
-    short = names_.copy()
-    category = np.full(len(frame), "", dtype=object)
-    for i, (k, name) in enumerate(zip(kinds, names_)):
+    kind_codes, kind_values = pd.factorize(kinds)
+    key = kind_codes.astype(np.int64) * max(len(name_values), 1) + name_codes
+    pairs, inverse = np.unique(key, return_inverse=True)
+    short = np.empty(len(pairs), dtype=object)
+    category = np.empty(len(pairs), dtype=object)
+    width = max(len(name_values), 1)
+    for i, p in enumerate(pairs.tolist()):
+        k, name = kind_values[p // width], name_values[p % width]
+        short[i], category[i] = name, ""
         if k in DEVICE_KINDS:
             short[i] = names.short_kernel_name(name)
             category[i] = names.classify_kernel(name)
@@ -446,8 +295,9 @@ def _name_columns(frame: pd.DataFrame) -> None:
             category[i] = names.classify_runtime(name)
         elif k == "op":
             category[i] = names.classify_op(name)
-    frame["short_name"] = short
-    frame["category"] = category
+    inverse = inverse.reshape(-1)
+    frame["short_name"] = short[inverse]
+    frame["category"] = category[inverse]
 
 
 def _link_launches(frame: pd.DataFrame) -> None:
@@ -475,8 +325,21 @@ def _link_launches(frame: pd.DataFrame) -> None:
     frame["launcher"] = launcher
 
 
-def _nest_host_events(frame: pd.DataFrame) -> None:
-    """Interval nesting per host thread: innermost enclosing op, annotation, module and Python frames."""
+# The enclosing-event columns _nest_host_events fills, and the kind of event each one follows ("user" is a
+# Python frame outside torch, triton and the standard library).
+_NEST_STACKS = ("op", "annotation", "module", "python", "user")
+
+
+def _nest_host_events(frame: pd.DataFrame, name_codes: np.ndarray | None = None, name_values=None, *,
+                      vectorized: bool = True) -> None:
+    """Interval nesting per host thread: innermost enclosing op, annotation, module and Python frames.
+
+    The rule, per thread in (ts, longest first, row) order: an event's enclosing X is the last earlier X of
+    positive duration that has not ended when the event starts (end > ts); `top_op` is the first such op
+    still open. Where the events of one kind nest properly (any two are disjoint or one holds the other:
+    every real trace), that is a count and a binary search per event (`_nest_thread`); a thread where they
+    do not is walked event by event with a stack per kind (`_nest_thread_walk`), which gives the same
+    answer in both cases and is the definition."""
     n = len(frame)
     kinds = frame["kind"].to_numpy()
     host = ~np.isin(kinds, list(DEVICE_KINDS | {"gpu_annotation", "other"}))
@@ -486,73 +349,121 @@ def _nest_host_events(frame: pd.DataFrame) -> None:
     ts = frame["ts"].to_numpy()
     end = frame["end"].to_numpy()
     dur = frame["dur"].to_numpy()
-    thread = (frame["pid"] + ":" + frame["tid"]).to_numpy()
-    frame["thread"] = thread
+    thread = frame["thread"].to_numpy()
     names_ = frame["name"].to_numpy()
-    library = {}
+    if name_codes is None:
+        name_codes, name_values = pd.factorize(names_)
+    # Library frames: judged once per name, for the names of the Python frames that can hold others.
+    is_python = kinds == "python"
+    pushed_python = np.flatnonzero(is_python & host & placed & (dur > 0))
+    lib_of_code = np.zeros(len(name_values), dtype=np.int8)   # 0 never judged, 1 user code, 2 library
+    for c in np.unique(name_codes[pushed_python]).tolist():
+        lib_of_code[c] = 2 if names.is_library_frame(name_values[c]) else 1
+    library = lib_of_code[name_codes] == 2
+    kind_of = {
+        "op": kinds == "op", "annotation": kinds == "annotation", "module": kinds == "module",
+        "python": is_python, "user": is_python & (lib_of_code[name_codes] == 1),
+    }
+    out = {k: np.full(n, -1, dtype=np.int64) for k in _NEST_STACKS}
+    top = np.full(n, -1, dtype=np.int64)
     # Sort by thread, then start, then longest first so that a parent precedes a child with the same start.
-    order = rows[np.lexsort((-dur[rows], ts[rows], thread[rows]))]
-    # Plain lists: indexing them in the loop is several times faster than indexing numpy arrays.
-    ts_l, end_l, dur_l, kind_l, thread_l = ts.tolist(), end.tolist(), dur.tolist(), list(kinds), list(thread)
-    op_c, parent_c, top_c, ann_c, mod_c, frame_c, user_c = ([-1] * n for _ in range(7))
-    op_s: list = []
-    ann_s: list = []
-    mod_s: list = []
-    py_s: list = []
-    user_s: list = []
-    all_stacks = (op_s, ann_s, mod_s, py_s, user_s)
-    current_thread = None
-    for row in order.tolist():
-        if thread_l[row] != current_thread:
-            current_thread = thread_l[row]
-            for stack in all_stacks:
-                stack.clear()
-        t = ts_l[row]
-        for stack in all_stacks:
+    thread_codes = pd.factorize(thread[rows])[0]
+    sort = np.lexsort((-dur[rows], ts[rows], thread_codes))
+    order = rows[sort]
+    cuts = np.flatnonzero(np.diff(thread_codes[sort])) + 1
+    for part in np.split(order, cuts) if len(order) else []:
+        if not (vectorized and _nest_thread(part, ts, end, kind_of, out, top)):
+            _nest_thread_walk(part, ts, end, dur, kind_of, out, top)
+    own_top = kind_of["op"] & (top < 0)
+    own_top[np.setdiff1d(np.arange(n), rows, assume_unique=True)] = False
+    top[own_top] = np.flatnonzero(own_top)   # a placed op with no op around it is its own top
+    cols = {"op": out["op"], "parent_op": out["op"], "top_op": top, "annotation": out["annotation"],
+            "module": out["module"], "frame": out["python"], "user_frame": out["user"]}
+    for c, values in cols.items():
+        frame[c] = values.copy()
+    frame["launch_ts"] = frame["ts"]
+    frame["library_frame"] = is_python & library
+
+
+def _nest_thread(part: np.ndarray, ts, end, kind_of: dict, out: dict, top: np.ndarray) -> bool:
+    """The nesting of one thread's events (`part`, in order) by counting: False, with nothing written,
+    when some kind's events do not nest properly there."""
+    size = len(part)
+    positions = np.arange(size, dtype=np.int64)
+    t = ts[part]
+    found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for k in _NEST_STACKS:
+        # An interval that ends where it starts (a duration lost in float rounding) holds nothing: the
+        # walk pops it at the next event, before that event looks.
+        is_k = kind_of[k][part] & (end[part] > t)
+        k_pos = np.flatnonzero(is_k)
+        if not len(k_pos):
+            continue
+        before = np.cumsum(is_k) - is_k                  # intervals of kind k earlier in the order
+        closed = np.searchsorted(np.sort(end[part[k_pos]]), t, "right")   # of them, ended by ts (end <= ts)
+        open_ = before - closed                          # how many are open: the stack's height
+        if (open_ < 0).any():
+            return False
+        depth = open_[k_pos]
+        # The innermost open interval is the last earlier one at depth open_ - 1; the outermost at depth 0.
+        width = size + 1
+        keys = depth * width + k_pos
+        key_order = np.argsort(keys, kind="stable")
+        sorted_keys, sorted_pos = keys[key_order], k_pos[key_order]
+
+        inner = _last_at(open_ - 1, open_, positions, sorted_keys, sorted_pos, width)
+        has = inner >= 0
+        if (has != (open_ > 0)).any():
+            return False
+        # Proper nesting: an interval of kind k ends no later than the one it opened inside.
+        parent_of_k = inner[k_pos]
+        with_parent = parent_of_k >= 0
+        if (end[part[k_pos[with_parent]]] > end[part[parent_of_k[with_parent]]]).any():
+            return False
+        outer = (_last_at(np.zeros(size, dtype=np.int64), open_, positions, sorted_keys, sorted_pos, width)
+                 if k == "op" else None)
+        found[k] = (inner, outer)
+    for k, (inner, outer) in found.items():
+        has = inner >= 0
+        out[k][part[has]] = part[inner[has]]
+        if outer is not None:
+            has = outer >= 0
+            top[part[has]] = part[outer[has]]
+    return True
+
+
+def _last_at(level: np.ndarray, open_: np.ndarray, positions: np.ndarray, sorted_keys: np.ndarray,
+             sorted_pos: np.ndarray, width: int) -> np.ndarray:
+    """Per position, the last earlier interval at nesting depth `level` (-1 where there is none open)."""
+    at = np.searchsorted(sorted_keys, level * width + positions, "left") - 1
+    ok = (open_ > 0) & (at >= 0)
+    at = np.where(ok, at, 0)
+    ok &= (sorted_keys[at] // width) == level
+    return np.where(ok, sorted_pos[at], -1)
+
+
+def _nest_thread_walk(part: np.ndarray, ts, end, dur, kind_of: dict, out: dict, top: np.ndarray) -> None:
+    """The nesting of one thread's events, event by event with a stack per kind (the definition)."""
+    stacks: dict[str, list] = {k: [] for k in _NEST_STACKS}
+    flags = {k: kind_of[k][part].tolist() for k in _NEST_STACKS}
+    ts_l, end_l, dur_l, rows = ts[part].tolist(), end[part].tolist(), dur[part].tolist(), part.tolist()
+    for i, row in enumerate(rows):
+        t = ts_l[i]
+        for k, stack in stacks.items():
             while stack and t >= stack[-1][0]:
                 stack.pop()
-        k = kind_l[row]
-        if op_s:
-            op_c[row] = parent_c[row] = op_s[-1][1]
-            top_c[row] = op_s[0][1]
-        elif k == "op":
-            top_c[row] = row
-        if ann_s:
-            ann_c[row] = ann_s[-1][1]
-        if mod_s:
-            mod_c[row] = mod_s[-1][1]
-        if py_s:
-            frame_c[row] = py_s[-1][1]
-        if user_s:
-            user_c[row] = user_s[-1][1]
-        if dur_l[row] <= 0:
+            if stack:
+                out[k][row] = stack[-1][1]
+        if stacks["op"]:
+            top[row] = stacks["op"][0][1]
+        if dur_l[i] <= 0:
             continue
-        entry = (end_l[row], row)
-        if k == "op":
-            op_s.append(entry)
-        elif k == "python":
-            py_s.append(entry)
-            name = names_[row]
-            is_lib = library.get(name)
-            if is_lib is None:
-                is_lib = library[name] = names.is_library_frame(name)
-            if not is_lib:
-                user_s.append(entry)
-        elif k == "annotation":
-            ann_s.append(entry)
-        elif k == "module":
-            mod_s.append(entry)
-    cols = {"op": op_c, "parent_op": parent_c, "top_op": top_c, "annotation": ann_c, "module": mod_c,
-            "frame": frame_c, "user_frame": user_c}
-    for c, values in cols.items():
-        frame[c] = np.array(values, dtype=np.int64)
-    frame["launch_ts"] = frame["ts"]
-    is_python = kinds == "python"
-    frame["library_frame"] = np.array([bool(library.get(nm, False)) if p else False
-                                       for nm, p in zip(names_, is_python)], dtype=bool)
+        for k in _NEST_STACKS:
+            if flags[k][i]:
+                stacks[k].append((end_l[i], row))
 
 
-def _check_frame_tree(frame: pd.DataFrame, args: list) -> None:
+def _check_frame_tree(frame: pd.DataFrame, python_ids, parent_ids) -> None:
     """Flag FRAME_OUTSIDE_PARENT on Python frames that disagree with the tree kineto recorded: the frame its
     `Python parent id` names must be a Python frame on the same thread whose interval holds it (within the
     float rounding of `ts + dur`). Real traces always agree; a moved or re-categorised frame does not (a
@@ -561,9 +472,16 @@ def _check_frame_tree(frame: pd.DataFrame, args: list) -> None:
     frames = np.flatnonzero((kinds == "python") | (kinds == "module"))
     if not len(frames):
         return
-    frame_args = [args[i] for i in frames.tolist()]
-    both, _ = _id_column(list(map(_get_python_id, frame_args)) + list(map(_get_python_parent_id, frame_args)))
-    ids, parents = both[:len(frames)], both[len(frames):]   # one column, so that large ids get one coding
+    if isinstance(python_ids, np.ndarray) and isinstance(parent_ids, np.ndarray):
+        ids, parents = python_ids[frames], parent_ids[frames]
+    else:   # one column, so that large ids get one coding
+        rows = frames.tolist()
+        exact = [python_ids[i] if isinstance(python_ids, list) else (int(python_ids[i]) if python_ids[i] >= 0
+                 else None) for i in rows]
+        exact += [parent_ids[i] if isinstance(parent_ids, list) else (int(parent_ids[i]) if parent_ids[i] >= 0
+                  else None) for i in rows]
+        both, _ = _id_column(exact)
+        ids, parents = both[:len(frames)], both[len(frames):]
     has_parent = parents >= 0
     if not has_parent.any():
         return
@@ -639,7 +557,7 @@ def _inherit_from_launcher(frame: pd.DataFrame) -> None:
     frame["category"] = cat
 
 
-def _allocation_dtypes_and_pairs(frame: pd.DataFrame) -> None:
+def _allocation_dtypes_and_pairs(frame: pd.DataFrame, store: OpArgsStore | None) -> None:
     """dtype of each allocation from its enclosing op; alloc <-> free pairing by device and address."""
     n = len(frame)
     kinds = frame["kind"].to_numpy()
@@ -647,11 +565,16 @@ def _allocation_dtypes_and_pairs(frame: pd.DataFrame) -> None:
     names_ = frame["name"].to_numpy()
     ops = frame["op"].to_numpy()
     parent = frame["parent_op"].to_numpy()
-    concrete = frame["concrete_inputs"].to_numpy()
-    input_types = frame["input_types"].to_numpy()
     alloc_rows = np.flatnonzero(kinds == "alloc")
+    memo: dict[int, str | None] = {}
+    by_args: dict[tuple, str | None] = {}
+    if store is not None and len(alloc_rows):   # where each allocating op's arguments are: one search for all
+        owners = ops[alloc_rows]
+        at = np.minimum(np.searchsorted(store.rows, owners), max(len(store.rows) - 1, 0))
+        found = (store.rows[at] == owners) if len(store.rows) else np.zeros(len(owners), dtype=bool)
+        store.known_positions = dict(zip(owners[found].tolist(), at[found].tolist()))
     for row in alloc_rows.tolist():
-        dtype[row] = _op_output_dtype(ops[row], names_, concrete, input_types, parent) or ""
+        dtype[row] = _op_output_dtype(int(ops[row]), names_, store, parent, memo, by_args) or ""
     # Memory events: device index from Device Id for any accelerator (CUDA 1, HIP 6, XPU 12, MPS 13, MTIA 19,
     # ...), -1 for host memory (Device Type 0). The codes are c10's DeviceType (kernlint.trace.dtypes).
     from kernlint.trace.dtypes import HOST_DEVICE_TYPE_CODES
@@ -680,23 +603,47 @@ def _allocation_dtypes_and_pairs(frame: pd.DataFrame) -> None:
     frame["paired"] = paired
 
 
-def _op_output_dtype(op: int, names_, concrete, input_types, parent) -> str | None:
+def _op_output_dtype(op: int, names_, store: OpArgsStore | None, parent, memo: dict, by_args: dict) -> str | None:
     """Best guess of the dtype an op allocates: the dtype argument of a factory op, else its first input's."""
+    start, seen = op, []
+    found = None
     while op >= 0:
-        name = names_[op]
-        ci = raw_list(concrete[op])
-        pos = _DTYPE_ARG_POSITION.get(name)
-        if pos is not None and pos < len(ci):
+        if op in memo:
+            found = memo[op]
+            break
+        seen.append(op)
+        found = _own_output_dtype(op, names_[op], store, by_args)
+        if found:
+            break
+        op = parent[op]
+    for o in seen:   # what the walk found from each op it passed is what a walk from there would find
+        memo[o] = found
+    return memo.get(start, found)
+
+
+def _own_output_dtype(op: int, name: str, store: OpArgsStore | None, seen: dict) -> str | None:
+    fields = store.fields(op) if store is not None else None
+    if not fields:
+        return None
+    key = (name, fields[OpArgsStore.CONCRETE], fields[OpArgsStore.TYPES])   # ops repeat: decode each form once
+    if key not in seen:
+        seen[key] = _dtype_from_args(name, fields)
+    return seen[key]
+
+
+def _dtype_from_args(name: str, fields) -> str | None:
+    pos = _DTYPE_ARG_POSITION.get(name)
+    if pos is not None:
+        ci = raw_list(fields[OpArgsStore.CONCRETE])
+        if pos < len(ci):
             found = dtype_from_code(ci[pos])
             if found:
                 return found
-        types = raw_list(input_types[op])
-        if name in _DTYPE_ARG_POSITION or not name.startswith("aten::empty"):
-            for t in types:
-                found = dtype_from_input_type(t) if isinstance(t, str) else None
-                if found:
-                    return found
-        op = parent[op]
+    if pos is not None or not name.startswith("aten::empty"):
+        for t in raw_list(fields[OpArgsStore.TYPES]):
+            found = dtype_from_input_type(t) if isinstance(t, str) else None
+            if found:
+                return found
     return None
 
 
@@ -731,16 +678,16 @@ def _work_flags(frame: pd.DataFrame) -> None:
 
 
 def _sources(frame: pd.DataFrame) -> None:
+    """`file.py:line` of each event's innermost user frame, worked out once per frame."""
     user = frame["user_frame"].to_numpy()
     names_ = frame["name"].to_numpy()
-    cache: dict[int, str] = {}
     source = np.full(len(frame), None, dtype=object)
-    for row in np.flatnonzero(user >= 0).tolist():
-        f = int(user[row])
-        s = cache.get(f)
-        if s is None:
-            file, line, _func = names.frame_parts(names_[f])
-            s = cache[f] = f"{file}:{line}" if file else names_[f]
-        source[row] = s
+    rows = np.flatnonzero(user >= 0)
+    frames, inverse = np.unique(user[rows], return_inverse=True)
+    texts = np.empty(len(frames), dtype=object)
+    for i, f in enumerate(frames.tolist()):
+        file, line, _func = names.frame_parts(names_[f])
+        texts[i] = f"{file}:{line}" if file else names_[f]
+    source[rows] = texts[inverse.reshape(-1)]
     # An object column: pandas would infer its string dtype and turn the missing sources into NaN.
     frame["source"] = pd.Series(source, index=frame.index, dtype=object)

@@ -29,8 +29,9 @@ def run(rule, table, index):
     by_top = {int(index.top_op[r]) if int(index.top_op[r]) >= 0 else r: v for r, v in found.items()}
     by_thread = ops_by_thread(index)
     findings = []
+    cast_rows = np.array(sorted(found), dtype=np.int64)
     for scope in scopes:
-        firsts = index.rows_in_scope(scope, np.array(sorted(found), dtype=np.int64), key="ts").tolist()
+        firsts = index.rows_in_scope(scope, cast_rows, key="ts").tolist()
         for r in firsts:
             shape, src, mid = found[r]
             n = 1

@@ -39,7 +39,7 @@ def run(rule, table, index):
             continue
         wanted.append(r)
         info[r] = (src[0], src[1], nbytes)
-    if not any(len(args.get(r).strides or []) for r in args):
+    if not args.any_strides():
         return not_applicable(rule, "the trace has no input strides (record with record_shapes=True)")
     rows = np.array(wanted, dtype=np.int64)
     findings = []

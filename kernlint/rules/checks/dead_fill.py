@@ -25,6 +25,7 @@ table; the other R1-R3 kinds (redundant_repeat, widening_cast, cast_round_trip) 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -76,16 +77,56 @@ class OpArgs:
         return tuple(shape), dtype, st
 
 
-def op_args(table) -> dict[int, OpArgs] | None:
+class OpArgsMap(Mapping):
+    """{op row: OpArgs} over the raw arguments the loader kept (an OpArgsStore); each row is decoded when
+    first asked for (a rule reads the few ops it follows, not the hundreds of thousands a trace holds)."""
+
+    def __init__(self, store):
+        self._store = store
+        self._decoded: dict[int, OpArgs] = {}
+
+    def __getitem__(self, row: int) -> OpArgs:
+        found = self._decoded.get(row)
+        if found is None:
+            fields = self._store.fields(row)
+            if fields is None:
+                raise KeyError(row)
+            dims, types, concrete, strides = fields
+            found = self._decoded[row] = OpArgs(_raw(dims), _raw(types), _raw(concrete), _raw(strides))
+        return found
+
+    def get(self, row, default=None):
+        try:
+            return self[row]
+        except KeyError:
+            return default
+
+    def __contains__(self, row) -> bool:
+        return isinstance(row, (int, np.integer)) and self._store.position(int(row)) >= 0
+
+    def __iter__(self):
+        return iter(self._store.rows.tolist())
+
+    def __len__(self) -> int:
+        return len(self._store.rows)
+
+    def any_strides(self) -> bool:
+        """Whether any op recorded a non-empty Input Strides list (decoding only the candidates)."""
+        o = self._store.offsets
+        for i in np.flatnonzero(o[:, 4] - o[:, 3] > 2).tolist():
+            if _raw(self._store.field(i, 3)):
+                return True
+        return False
+
+
+def op_args(table) -> OpArgsMap | None:
     """Input shapes, types, concrete values and strides of every op row that recorded them (kept raw by the
-    loader, decoded here once per table); None for a table built without them."""
+    loader, decoded row by row on demand); None for a table built without them."""
     key = "kernlint.checks.op_args"
     if key in table.derived:
         return table.derived[key]
     raw = table.derived.get(OP_ARGS_KEY)
-    found = None if raw is None else {
-        row: OpArgs(_raw(dims), _raw(types), _raw(concrete), _raw(strides))
-        for row, (dims, types, concrete, strides) in raw.items()}
+    found = None if raw is None else OpArgsMap(raw)
     table.derived[key] = found
     return found
 

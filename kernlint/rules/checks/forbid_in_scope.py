@@ -30,16 +30,18 @@ def scope_rows(index, scope, event_filter: EventFilter, nested: bool) -> list[in
     """Events issued inside one scope instance that pass the filter, in issue order. Without `nested`, an
     op counts only when no other op of the scope encloses it (aten::linear, not the copy_ it runs); with
     it, every matching op counts."""
-    device = index.device_events_between(scope.thread, scope.ts, scope.end).tolist()
-    host = index.rows_in_scope(scope, np.flatnonzero(np.isin(index.kind, list(HOST_KINDS))), key="ts").tolist()
-    host = [r for r in host if r != scope.row]
+    passes = event_filter.mask(index)
+    device = index.device_events_between(scope.thread, scope.ts, scope.end)
+    host = index.rows_in_scope(scope, index.rows_of(HOST_KINDS), key="ts")
+    host = host[host != scope.row]
+    is_op = index.kind_code[host] == index.kind_code_of("op")
     if not nested:
         # An op counts only when its enclosing op is outside the scope instance. Runtime calls and device
         # events are not ops: they count wherever they match (a sync inside `.cpu()`), but not twice when
         # the op around them matches too (see `outermost`).
-        in_scope = set(r for r in host if index.kind[r] == "op")
-        host = [r for r in host if index.kind[r] != "op" or index.parent_op[r] not in in_scope]
-    rows = [r for r in device + host if event_filter(index, r) and not index.in_profiler(r)]
+        host = host[~is_op | ~np.isin(index.parent_op[host], host[is_op])]
+    candidates = np.concatenate([device[passes[device]], host[passes[host]]]).tolist()
+    rows = [r for r in candidates if not index.in_profiler(r)]
     if nested:
         return sorted(rows, key=lambda r: index.launch_ts[r])
     return sorted(outermost(index, rows), key=lambda r: index.launch_ts[r])

@@ -15,6 +15,7 @@ from kernlint.rules.checks.dead_fill import ITEMSIZE, dtype_arg, numel, scoped_e
 from kernlint.rules.result import RuleOutcome, decided
 from kernlint.trace.names import named_pattern
 from kernlint.trace.patterns import compile_pattern
+from kernlint.trace.rows import rows_matching
 
 
 class WideningCast(CheckSpec, tag="widening-cast"):
@@ -28,9 +29,7 @@ def casts(index, args) -> list[tuple[int, tuple, str, str]]:
     """Outermost `_to_copy` ops with a known source tensor and target dtype: (row, shape, from, to)."""
     regex = compile_pattern(named_pattern("cast-op"))
     out = []
-    for r in np.flatnonzero(index.kind == "op").tolist():
-        if not regex.search(str(index.name[r])):
-            continue
+    for r in rows_matching(index, ("op",), named_pattern("cast-op")).tolist():
         p = int(index.parent_op[r])
         if p >= 0 and regex.search(str(index.name[p])):
             continue
