@@ -323,9 +323,42 @@ _baseline_options = _options(
                  help="With --baseline: when the GPU, driver or versions differ from the baseline's, or the GPU "
                       "was throttled or shared, make the timing verdict incomplete (exit 4) instead of warning."),
 )
+
+
+class Jobs(click.ParamType):
+    """`--jobs`: a number of worker processes, or auto (0: one per CPU)."""
+
+    name = "jobs"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) or str(value).strip().lower() == "auto":
+            return value if isinstance(value, int) else "auto"
+        try:
+            n = int(str(value).strip())
+        except ValueError:
+            self.fail(f"expected a number of worker processes or auto, got {value!r}", param, ctx)
+        if n < 0:
+            self.fail(f"expected 0 (auto) or more, got {n}", param, ctx)
+        return n
+
+
+_jobs_option = click.option(
+    "--jobs", "-j", type=Jobs(), default=1, show_default=True, metavar="N|auto",
+    help="Check the traces in N worker processes (auto or 0: one per CPU). A worker holds one trace at a time "
+         "and returns a small summary; the cross-rank rules and the baseline comparison read only those, so "
+         "memory does not grow with the number of ranks. The report is the same for every N.")
+_parallel_options = _options(
+    _jobs_option,
+    click.option("--backend", default=None, metavar="NAME",
+                 help="Where the --jobs workers run: processes (default), serial, or dask (a local Dask "
+                      "cluster of N workers; needs pip install 'kernlint[distributed]')."),
+    click.option("--scheduler", default=None, metavar="ADDRESS",
+                 help="Check on an existing Dask cluster (tcp://host:8786): its workers need kernlint installed "
+                      "and the trace files at the same paths."),
+)
 # Every option of `check` and `run` (and of what checks traces next).
 _check_options = _options(_selection_options, _baseline_options, _report_options, _verdict_options,
-                          _config_options, _debug_option)
+                          _parallel_options, _config_options, _debug_option)
 _repeat_option = click.option(
     "--repeat", type=click.IntRange(1, 10_000), default=1, show_default=True,
     help="Profiled runs of the workload, each a ProfilerStep of the trace. Timing against a baseline needs "
@@ -356,6 +389,9 @@ class CheckOptions:
     debug: bool = False
     baseline: Path | None = None
     strict_env: bool = False
+    jobs: int | str = 1
+    backend: str | None = None
+    scheduler: str | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
@@ -434,9 +470,27 @@ def _rendered(result, options: CheckOptions) -> object:
     return renderer(options.fmt)(result)
 
 
+def _check_files(files, rules, options: CheckOptions, limit: int, *, baseline: bool) -> tuple[list, list]:
+    """(tables kept for the report, each trace's CheckedTrace): on the --jobs/--backend/--scheduler workers,
+    or, for --format html (its timelines need every trace's events here), loaded and kept in this process."""
+    from kernlint.parallel import check_paths, resolve_jobs
+
+    jobs = resolve_jobs(options.jobs)
+    if options.fmt == "html":
+        from kernlint.rules.engine import summarize_trace
+
+        if jobs > 1 or options.backend or options.scheduler:
+            raise ConfigError(None, "--format html draws its timelines from the events of every trace, which are "
+                                    "then all loaded in one process: it runs without --jobs, --backend, --scheduler")
+        tables = [_load(path, limit) for path in files]
+        return tables, [summarize_trace(t, rules, baseline=baseline) for t in tables]
+    return [], check_paths(files, rules, max_bytes=limit, jobs=jobs, backend=options.backend,
+                           scheduler=options.scheduler, baseline=baseline)
+
+
 def _run_check(traces, options: CheckOptions, notes=()) -> int:
     from kernlint.report.model import CheckResult
-    from kernlint.rules.engine import check_traces, exit_status
+    from kernlint.rules.engine import combine_checked, compare_checked, exit_status
     from kernlint.trace.load import discover_traces
 
     config = _current_config()
@@ -448,14 +502,12 @@ def _run_check(traces, options: CheckOptions, notes=()) -> int:
     baseline = _read_baseline(options.baseline) if options.baseline else None
     found = discover_traces(traces)
     limit = options.max_trace_bytes or _max_trace_bytes_default()
-    tables = [_load(path, limit) for path in found.files]
+    tables, checked = _check_files(found.files, rules, options, limit, baseline=baseline is not None)
     comparison = None
     if baseline is not None:
-        from kernlint.baseline import compare_with_baseline
-
-        comparison = compare_with_baseline(baseline, tables, baseline_path=str(options.baseline),
-                                           limits=config.thresholds, strict_env=options.strict_env)
-    reports = check_traces(tables, rules, baseline=comparison)
+        comparison = compare_checked(baseline, checked, baseline_path=str(options.baseline),
+                                     limits=config.thresholds, strict_env=options.strict_env)
+    reports = combine_checked(checked, rules, baseline=comparison)
     # Entries that could not be read (not files that were read and are not traces): not checked.
     unreadable = [(str(e.path), e.reason) for e in found.skipped if e.unreadable]
     code = EXIT_CLEAN if options.exit_zero else exit_status(reports, options.fail_on,
@@ -753,14 +805,15 @@ def baseline() -> None:
 @click.option("--max-trace-bytes", type=ByteSize(), default=None, metavar="SIZE",
               help="Refuse a trace larger than this (bytes, or with a suffix: 512M, 4G).")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing when the baseline was written.")
+@_parallel_options
 @_config_options
 @_debug_option
-def baseline_record(traces, workload_names, repeat, device, out_dir, output, max_trace_bytes, quiet, config_file,
-                    isolated, debug):
+def baseline_record(traces, workload_names, repeat, device, out_dir, output, max_trace_bytes, quiet, jobs, backend,
+                    scheduler, config_file, isolated, debug):
     """Record a baseline from traces (files or folders; the traces of one rank are repeated runs of one
     program, each profiler step a run) or by profiling built-in workloads (--workload, --repeat N)."""
     def body() -> int:
-        from kernlint.baseline import build_baseline, profile_traces, trace_environment, write_baseline
+        from kernlint.baseline import build_baseline, write_baseline
 
         if bool(traces) == bool(workload_names):
             raise ConfigError(None, "baseline record takes traces or --workload NAME, one of the two")
@@ -796,10 +849,15 @@ def baseline_record(traces, workload_names, repeat, device, out_dir, output, max
             if unreadable:   # a baseline missing a rank is a wrong baseline: refuse, never half-record
                 raise ConfigError(unreadable[0].path, f"could not be read ({unreadable[0].reason}): no baseline "
                                                       "written")
+            from kernlint.baseline.profile import profiles_from_runs
+            from kernlint.parallel import check_paths, resolve_jobs
+
             limit = max_trace_bytes or _max_trace_bytes_default()
-            tables = [_load(path, limit) for path in found.files]
-            programs = profile_traces(tables)
-            environment = trace_environment(tables[0]) if tables else {}
+            # Each trace's part of its program's profile, made where it is loaded (--jobs workers).
+            checked = check_paths(found.files, [], max_bytes=limit, jobs=resolve_jobs(jobs), backend=backend,
+                                  scheduler=scheduler, baseline=True)
+            programs = profiles_from_runs([c.summary.baseline_runs for c in checked])
+            environment = checked[0].summary.environment if checked else {}
             source = [str(t) for t in traces]
         empty = [name for name, p in programs.items() if not p.runs]
         if empty:

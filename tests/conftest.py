@@ -65,10 +65,10 @@ def incomplete_kl001(monkeypatch):
     """The engine, with KL001 made incomplete on every trace (as the engine does for damaged events)."""
     import kernlint.rules.engine as engine
 
-    real = engine.check_traces
+    real = engine.combine_checked   # the reduce every check path (check_traces, the CLI's --jobs) ends in
 
-    def check_traces(tables, rules, **options):
-        reports = real(tables, rules, **options)
+    def combine_checked(checked, rules, **options):
+        reports = real(checked, rules, **options)
         for report in reports:
             report.damage = ["3 kernel events without a launch (damaged)"]
             for o in report.outcomes:
@@ -76,4 +76,4 @@ def incomplete_kl001(monkeypatch):
                     o.status, o.reason = "incomplete", "could not fully check: 3 kernel events without a launch"
         return reports
 
-    monkeypatch.setattr(engine, "check_traces", check_traces)
+    monkeypatch.setattr(engine, "combine_checked", combine_checked)

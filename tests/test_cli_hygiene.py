@@ -225,13 +225,13 @@ def test_numpy_runtime_warnings_never_reach_stderr(clean_trace, monkeypatch):
 
     import kernlint.rules.engine as engine
 
-    real = engine.check_traces
+    real = engine.combine_checked
 
-    def noisy(tables, rules, **options):
+    def noisy(checked, rules, **options):
         warnings.warn("invalid value encountered in divide", RuntimeWarning, stacklevel=2)
-        return real(tables, rules, **options)
+        return real(checked, rules, **options)
 
-    monkeypatch.setattr(engine, "check_traces", noisy)
+    monkeypatch.setattr(engine, "combine_checked", noisy)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # a warning that got through would fail the run
         result = invoke("check", clean_trace)

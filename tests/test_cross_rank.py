@@ -1,6 +1,7 @@
 """Cross-rank rules at the right level, on the H200 NCCL tensor-parallel traces with one field of reality
 changed: kernels of the previous step at the window's start, launches past its end, another kernel path
-under the same op, an op that launched nothing. None of these is a divergence of the code."""
+under the same op, an op that launched nothing. None of these is a divergence of the code. Each case is
+checked serially and with the map in worker processes (--jobs 2): the same reports."""
 from __future__ import annotations
 
 import gzip
@@ -8,9 +9,10 @@ import json
 from pathlib import Path
 
 from conftest import FIXTURES
-from kernlint.rules.engine import check_traces, exit_status
+from kernlint.parallel import check_paths
+from kernlint.rules.engine import check_traces, combine_checked, exit_status
 from kernlint.rules.loader import load_rules
-from kernlint.trace.load import find_trace_files, load_trace
+from kernlint.trace.load import DEFAULT_MAX_TRACE_BYTES, find_trace_files, load_trace
 
 RUN = FIXTURES / "traces" / "gpu-tp2-nccl" / "fp8-tp-mlp"
 RULES = [r for r in load_rules() if r.id in ("KL003", "KL004")]
@@ -32,7 +34,11 @@ def _write(folder: Path, ranks: dict[int, dict]) -> Path:
 
 
 def _group_report(folder: Path):
-    reports = check_traces([load_trace(p) for p in find_trace_files([folder])], RULES)
+    """The reports of the serial path; the map in two worker processes must give the same ones."""
+    files = find_trace_files([folder])
+    reports = check_traces([load_trace(p) for p in files], RULES)
+    checked = check_paths(files, RULES, max_bytes=DEFAULT_MAX_TRACE_BYTES, jobs=2, backend="processes")
+    assert combine_checked(checked, RULES) == reports
     (group,) = [r for r in reports if r.ranks]
     return reports, group
 
@@ -107,3 +113,18 @@ def test_an_extra_op_on_one_rank_is_still_an_error_with_its_line():
     assert {f.event for f in o.findings} == {"aten::abs", "aten::amax", "aten::item"}
     assert all(f.rank == 1 and f.source and "workloads.py:" in f.source for f in o.findings)
     assert exit_status(reports) == 1
+
+
+def test_the_group_verdict_reads_each_ranks_stream_not_its_table():
+    """run_group gets each rank's RankStream (the kind's rank part): the findings carry rank, line and cost
+    without a table in sight."""
+    import pickle
+
+    from kernlint.rules.engine import summarize_trace
+
+    run = FIXTURES / "traces" / "gpu-tp2-nccl" / "fp8-tp-mlp-rank1-sync"
+    checked = [pickle.loads(pickle.dumps(summarize_trace(load_trace(p), RULES))) for p in find_trace_files([run])]
+    (group,) = [r for r in combine_checked(checked, RULES) if r.ranks]
+    findings = _outcome(group, "KL003").findings
+    assert {f.event for f in findings} == {"aten::abs", "aten::amax", "aten::item"}
+    assert all(f.rank == 1 and f.device_us is not None and f.function for f in findings)

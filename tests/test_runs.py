@@ -336,6 +336,23 @@ def test_grouping_runs_from_identities_alone(tmp_path):
     assert group.tables == [idents[1], idents[0]] and group.ranks == [0, 1]
 
 
+def test_grouping_runs_from_per_trace_summaries_as_from_tables():
+    """What a --jobs worker leaves of each trace (kernlint.rules.summary.TraceSummary: its `identity`) groups
+    exactly as the tables do: several runs, cycles and ranks of one folder."""
+    import pickle
+
+    from kernlint.rules.engine import summarize_trace
+
+    tables = _load_folder(CPU_RUNS, GPU_TP2)
+    summaries = [pickle.loads(pickle.dumps(summarize_trace(t, []).summary)) for t in tables]
+    by_tables, by_summaries = group_runs(tables), group_runs(summaries)
+    assert by_summaries.unmatched == by_tables.unmatched
+    assert len(by_summaries.groups) == len(by_tables.groups) >= 4
+    for a, b in zip(by_tables.groups, by_summaries.groups):
+        assert (a.label, a.ranks, a.notes, a.identities) == (b.label, b.ranks, b.notes, b.identities)
+        assert [t.path for t in a.tables] == [s.path for s in b.tables]
+
+
 def test_ranks_text():
     assert ranks_text([0, 1]) == "0, 1"
     assert ranks_text([5, 0, 1, 2, 3, 7, 8]) == "0-3, 5, 7, 8"

@@ -137,45 +137,84 @@ def _allocations(table: EventTable, index: ScopeIndex, start: float, stop: float
     return {label: totals(events) for label, events in changes.items()}, totals(every)
 
 
+@dataclass
+class _Sequence:
+    """A launch sequence as the first run of a trace that launched it shows it."""
+
+    key: tuple                                # the launches' keys, in order
+    launches: list[tuple[str, Launch]]        # (scope label, launch without samples)
+    allocations: tuple[dict[str, tuple[int, int]], tuple[int, int]]   # of that run: per scope, and in all
+
+
+@dataclass
+class TraceRuns:
+    """One trace's part of its program's profile, made where the trace is loaded (no events, picklable):
+    each distinct launch sequence of its runs once, and per run which sequence and its durations."""
+
+    path: str
+    program: str
+    basis: str                                # "device" or "host"
+    unattributed: int
+    sequences: list[_Sequence]
+    runs: list[tuple[int, np.ndarray]]        # (sequence, duration per position; 0 at syncs)
+
+
+def trace_runs(table: EventTable) -> TraceRuns:
+    """The per-trace part of profile_program."""
+    index = ScopeIndex.of(table)
+    elements, unattributed, basis = _elements(table, index)
+    labels: dict = {}
+    sequences: list[_Sequence] = []
+    seen: dict[tuple, int] = {}
+    runs = []
+    for run in _runs(table, index, elements):
+        key = tuple(e.launch.key for e in run)
+        if key not in seen:
+            seen[key] = len(sequences)
+            launches = [(scope_label(index, e.host, labels),
+                         Launch(pos=0, kind=e.launch.kind, name=e.launch.name, category=e.launch.category,
+                                op=e.launch.op, source=e.launch.source)) for e in run]
+            start, stop = _run_span(index, run)
+            sequences.append(_Sequence(key, launches, _allocations(table, index, start, stop, labels)))
+        runs.append((seen[key], np.array([e.launch.us[0] if e.launch.us else 0.0 for e in run], dtype=np.float64)))
+    return TraceRuns(table.path, program_name(table), basis, unattributed, sequences, runs)
+
+
 def profile_program(tables: list[EventTable]) -> ProgramProfile:
     """One program's profile from its traces (repeated runs of it: several traces, or several steps)."""
-    runs: list[tuple[EventTable, ScopeIndex, list[_Element], dict]] = []
-    unattributed = 0
-    bases = set()
-    for table in tables:
-        index = ScopeIndex.of(table)
-        elements, lost, basis = _elements(table, index)
-        unattributed += lost
-        bases.add(basis)
-        labels: dict = {}
-        runs += [(table, index, run, labels) for run in _runs(table, index, elements)]
-    basis = "device" if bases == {"device"} else "host"
+    return profile_from_runs([trace_runs(t) for t in tables])
+
+
+def profile_from_runs(parts: list[TraceRuns]) -> ProgramProfile:
+    """One program's profile from its traces' parts (trace_runs), in trace order."""
+    runs = [(part, part.sequences[seq], us) for part in parts for seq, us in part.runs]
+    unattributed = sum(part.unattributed for part in parts)
+    basis = "device" if {part.basis for part in parts} == {"device"} else "host"
     if not runs:
-        return ProgramProfile(runs=0, timing_basis=basis, traces=[t.path for t in tables], unattributed=unattributed)
-    keys = [tuple(e.launch.key for e in run) for _, _, run, _ in runs]
+        return ProgramProfile(runs=0, timing_basis=basis, traces=[p.path for p in parts], unattributed=unattributed)
+    keys = [sequence.key for _, sequence, _ in runs]
     reference_key, _ = Counter(keys).most_common(1)[0]
     reference = [r for r, k in zip(runs, keys) if k == reference_key]
-    table, index, first, labels = reference[0]
+    _, first, _ = reference[0]
+    timed = [pos for pos, (_, launch) in enumerate(first.launches) if launch.kind != "sync"]
+    # Python floats summed in order, as the samples were when each run held its own launches.
+    durations = [us.tolist() for _, _, us in reference]
+    total_us = [round(sum(us[pos] for pos in timed), 3) for us in durations]
+    samples = {pos: [round(us[pos], 3) for us in durations] for pos in timed}
     scopes: dict[str, ScopeProfile] = {}
-    total_us = []
-    for _, _, run, _ in reference:
-        total_us.append(round(sum(e.launch.us[0] for e in run if e.launch.us), 3))
-    for pos, element in enumerate(first):
-        samples = [round(run[pos].launch.us[0], 3) for _, _, run, _ in reference if run[pos].launch.us]
-        launch = Launch(pos=pos, kind=element.launch.kind, name=element.launch.name, category=element.launch.category,
-                        op=element.launch.op, source=element.launch.source, us=samples)
-        label = scope_label(index, element.host, labels)
+    for pos, (label, launch) in enumerate(first.launches):
+        launch = Launch(pos=pos, kind=launch.kind, name=launch.name, category=launch.category, op=launch.op,
+                        source=launch.source, us=samples.get(pos, []))
         scope = scopes.setdefault(label, ScopeProfile(launches=[], counts={}))
         scope.launches.append(launch)
         scope.counts[launch.category] = scope.counts.get(launch.category, 0) + 1
-    start, stop = _run_span(index, first)
-    per_scope, (alloc_bytes, peak) = _allocations(table, index, start, stop, labels)
+    per_scope, (alloc_bytes, peak) = first.allocations
     for label, (allocated, scope_peak) in per_scope.items():
         scope = scopes.setdefault(label, ScopeProfile(launches=[], counts={}))
         scope.alloc_bytes, scope.peak_scratch_bytes = allocated, scope_peak
     return ProgramProfile(runs=len(reference), timing_basis=basis, scopes=dict(sorted(scopes.items())),
                           total_us=total_us, alloc_bytes=alloc_bytes, peak_scratch_bytes=peak,
-                          traces=sorted({t.path for t in tables}), other_sequences=len(runs) - len(reference),
+                          traces=sorted({p.path for p in parts}), other_sequences=len(runs) - len(reference),
                           unattributed=unattributed)
 
 
@@ -194,7 +233,12 @@ def program_name(table: EventTable) -> str:
 
 def profile_traces(tables: list[EventTable]) -> dict[str, ProgramProfile]:
     """The traces' programs by rank: the traces of one rank are repeated runs of one program."""
-    by_program: dict[str, list[EventTable]] = {}
-    for table in tables:
-        by_program.setdefault(program_name(table), []).append(table)
-    return {name: profile_program(group) for name, group in sorted(by_program.items())}
+    return profiles_from_runs([trace_runs(t) for t in tables])
+
+
+def profiles_from_runs(parts: list[TraceRuns]) -> dict[str, ProgramProfile]:
+    """profile_traces from the traces' parts (trace_runs), in trace order."""
+    by_program: dict[str, list[TraceRuns]] = {}
+    for part in parts:
+        by_program.setdefault(part.program, []).append(part)
+    return {name: profile_from_runs(group) for name, group in sorted(by_program.items())}

@@ -3,9 +3,15 @@
 Each check kind lives in its own module under kernlint.rules.checks and is dispatched through the
 registry; run grouping (which traces are the ranks of one run, and which profiling cycle) lives in
 kernlint.trace.runs; result types and the exit policy in kernlint.rules.result.
+
+Many traces are a map and a reduce: summarize_trace checks one trace and leaves a small summary
+(kernlint.rules.summary), combine_checked groups the ranks and runs the cross-rank and baseline rules on the
+summaries alone. check_traces runs both here; kernlint.parallel runs the map in worker processes or on a
+cluster. Either way the reduce is the same code, so the reports are the same.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 
 import msgspec
@@ -24,13 +30,15 @@ from kernlint.rules.result import (
     not_applicable,
 )
 from kernlint.rules.schema import Rule
+from kernlint.rules.summary import CheckedTrace, TraceSummary
 from kernlint.trace.damage import trace_damage
-from kernlint.trace.runs import group_runs
+from kernlint.trace.runs import group_runs, run_identity
 from kernlint.trace.scopes import ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS, EventTable
 from kernlint.trace.window import window_edges
 
-__all__ = ["check_trace", "check_traces", "exit_status", "merge_outcomes", "merge_reports", "Finding",
+__all__ = ["check_trace", "check_traces", "summarize_trace", "combine_checked", "compare_checked", "exit_status",
+           "merge_outcomes", "merge_reports", "Finding",
            "RuleOutcome", "TraceReport", "decided", "not_applicable"]
 
 _SINGLE = "needs the traces of two or more ranks of one distributed run"
@@ -101,83 +109,173 @@ def check_trace(table: EventTable, rules: Iterable[Rule], *, cross_rank_reason: 
     """One trace. Cross-rank rules are left to check_traces when the trace belongs to a group of ranks;
     otherwise they are not applicable, with `cross_rank_reason`. A verdict that rests on damaged events is
     incomplete, never passed."""
+    rules = list(rules)
     index = ScopeIndex.of(table)
     outcomes = []
     for rule in rules:
-        if rule.needs_baseline:   # runs in check_traces, against the baseline, when one is given
-            continue
-        if rule.cross_rank:
-            if not in_rank_group:
-                outcomes.append(not_applicable(rule, cross_rank_reason or _SINGLE, absent=True))
+        if rule.needs_baseline or rule.cross_rank:   # against the baseline, or across ranks: in _combine
             continue
         outcomes.append(mark_incomplete(_run_rule(rule, table, index), relevant_damage(rule, table)))
-    return TraceReport(trace=table.path, events=len(table), has_device_events=table.has_device_events,
-                       has_stacks=table.has_stacks, rank=table.meta.rank, outcomes=outcomes,
-                       outside_window=window_edges(table).counts(), damage=trace_damage(table).summary())
+    report = TraceReport(trace=table.path, events=len(table), has_device_events=table.has_device_events,
+                         has_stacks=table.has_stacks, rank=table.meta.rank, outcomes=outcomes,
+                         outside_window=window_edges(table).counts(), damage=trace_damage(table).summary())
+    return report if in_rank_group else _alone(report, rules, cross_rank_reason or _SINGLE)
+
+
+def _alone(report: TraceReport, rules: Sequence[Rule], reason: str) -> TraceReport:
+    """The report of a trace in no group of ranks: each cross-rank rule not applicable, in rule order."""
+    checked = iter(report.outcomes)
+    outcomes = []
+    for rule in rules:
+        if rule.needs_baseline:
+            continue
+        outcomes.append(not_applicable(rule, reason, absent=True) if rule.cross_rank else next(checked))
+    return dataclasses.replace(report, outcomes=outcomes)
+
+
+# ---- many traces: a map over the traces (summarize_trace, anywhere), a reduce over what they leave --------
+
+def summarize_trace(table: EventTable, rules: Sequence[Rule], *, baseline: bool = False) -> CheckedTrace:
+    """The map step of checking many traces: the trace's own report (its cross-rank verdicts still to come)
+    and the summary that grouping, the cross-rank rules and (with `baseline`) the baseline comparison read."""
+    rules = list(rules)
+    report = check_trace(table, rules, in_rank_group=True)
+    identity = run_identity(table)
+    edges = window_edges(table)
+    summary = TraceSummary(path=table.path, rank=table.meta.rank, identity=identity, events=len(table),
+                           has_device_events=table.has_device_events, has_stacks=table.has_stacks,
+                           outside_window=edges.counts(), unlinked=edges.unlinked_counts(),
+                           damage=trace_damage(table).summary())
+    if identity.distributed:   # only ranks of a multi-rank run can be grouped
+        index = ScopeIndex.of(table)
+        for rule in rules:
+            if not rule.cross_rank or rule.needs_baseline:
+                continue
+            summary.rule_damage[rule.id] = relevant_damage(rule, table)
+            if rule.kind.rank_part is not None and not (rule.spec.requires_device and not table.has_device_events):
+                summary.parts[rule.id] = rule.kind.rank_part(rule, table, index)
+    if baseline:
+        from kernlint.baseline import trace_environment
+        from kernlint.baseline.profile import trace_runs
+
+        summary.baseline_runs = trace_runs(table)
+        summary.environment = trace_environment(table)
+    return CheckedTrace(report=report, summary=summary)
+
+
+def compare_checked(baseline, checked: Sequence[CheckedTrace], **options):
+    """A kernlint.baseline.Baseline against the checked traces (summarize_trace with baseline=True): the
+    BaselineComparison compare_with_baseline makes of their tables. `options`: baseline_path, limits,
+    strict_env."""
+    from kernlint.baseline import compare_with_baseline
+    from kernlint.baseline.profile import profiles_from_runs
+
+    missing = [c.summary.path for c in checked if c.summary.baseline_runs is None]
+    if missing:
+        raise ValueError(f"{missing[0]} was summarized without its baseline part (baseline=True)")
+    return compare_with_baseline(baseline, [], programs=profiles_from_runs([c.summary.baseline_runs for c in checked]),
+                                 environments=[c.summary.environment for c in checked], **options)
 
 
 def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule], *, baseline=None) -> list[TraceReport]:
     """Every trace on its own, then each run group (the ranks of one run, one profiling cycle) as one more
     report holding the cross-rank rules, then, with `baseline` (a kernlint.baseline.Baseline, or a
-    BaselineComparison already made), one report of the baseline rules."""
-    reports = _check_traces(tables, rules)
+    BaselineComparison already made), one report of the baseline rules. The same map and reduce as
+    combine_checked over summarize_trace, run here."""
+    rules = list(rules)
+    compare = baseline is not None and any(r.needs_baseline for r in rules) and not _is_comparison(baseline)
+    checked = [summarize_trace(t, rules, baseline=compare) for t in tables]
+    return combine_checked(checked, rules, baseline=compare_checked(baseline, checked) if compare else baseline)
+
+
+def _is_comparison(baseline) -> bool:
+    from kernlint.baseline import BaselineComparison
+
+    return isinstance(baseline, BaselineComparison)
+
+
+def combine_checked(checked: Sequence[CheckedTrace], rules: Sequence[Rule], *, baseline=None) -> list[TraceReport]:
+    """The reduce step: the traces' reports (in the order given), each run group's cross-rank report, and with
+    `baseline` (a BaselineComparison, or a Baseline when the traces carry their baseline parts) the baseline
+    report. Reads only the summaries."""
+    rules = list(rules)
+    reports = _combine(checked, rules)
     baseline_rules = [r for r in rules if r.needs_baseline]
     if baseline is not None and baseline_rules:
-        reports.append(check_against_baseline(tables, baseline_rules, baseline))
+        comparison = baseline if _is_comparison(baseline) else compare_checked(baseline, checked)
+        reports.append(check_against_baseline([c.summary for c in checked], baseline_rules, comparison))
     return reports
 
 
-def check_against_baseline(tables: Sequence[EventTable], rules: Sequence[Rule], baseline) -> TraceReport:
-    """The baseline rules on the traces against a baseline. Damaged traces make every verdict incomplete:
-    an alignment over lost launches proves nothing."""
+def _facts(item) -> tuple[str, int, bool, bool, list[str]]:
+    """(path, events, has device events, has stacks, damage lines) of an EventTable or a TraceSummary."""
+    if isinstance(item, EventTable):
+        return item.path, len(item), item.has_device_events, item.has_stacks, trace_damage(item).summary()
+    return item.path, item.events, item.has_device_events, item.has_stacks, list(item.damage)
+
+
+def check_against_baseline(tables: Sequence[EventTable | TraceSummary], rules: Sequence[Rule], baseline
+                           ) -> TraceReport:
+    """The baseline rules on the traces (EventTables, or their TraceSummaries) against a baseline. Damaged
+    traces make every verdict incomplete: an alignment over lost launches proves nothing."""
     from kernlint.baseline import BaselineComparison, compare_with_baseline
 
-    comparison = baseline if isinstance(baseline, BaselineComparison) else compare_with_baseline(baseline, list(tables))
-    damage = [f"{t.path}: {line}" for t in tables for line in trace_damage(t).summary()]
+    if isinstance(baseline, BaselineComparison):
+        comparison = baseline
+    elif all(isinstance(t, EventTable) for t in tables):
+        comparison = compare_with_baseline(baseline, list(tables))
+    else:
+        raise ValueError("check_against_baseline on summaries needs a BaselineComparison (compare_checked)")
+    facts = [_facts(t) for t in tables]
+    damage = [f"{path}: {line}" for path, _, _, _, lines in facts for line in lines]
     outcomes = [mark_incomplete(rule.kind.run_baseline(rule, comparison), damage) for rule in rules]
     warnings = [f"timing environment: {w}" for w in comparison.environment_warnings]
     warnings += [f"{p.name}: {p.timing_note}" for p in comparison.programs if p.timing_note]
-    return TraceReport(trace=f"baseline {comparison.baseline_path}".strip(), events=sum(len(t) for t in tables),
-                       has_device_events=all(t.has_device_events for t in tables),
-                       has_stacks=all(t.has_stacks for t in tables), rank=None, outcomes=outcomes,
-                       notes=list(comparison.notes), damage=damage, warnings=warnings + list(comparison.notes),
-                       subject="baseline")
+    return TraceReport(trace=f"baseline {comparison.baseline_path}".strip(), events=sum(f[1] for f in facts),
+                       has_device_events=all(f[2] for f in facts), has_stacks=all(f[3] for f in facts), rank=None,
+                       outcomes=outcomes, notes=list(comparison.notes), damage=damage,
+                       warnings=warnings + list(comparison.notes), subject="baseline")
 
 
-def _check_traces(tables: Sequence[EventTable], rules: Sequence[Rule]) -> list[TraceReport]:
-    grouping = group_runs(tables)
-    grouped = {id(t) for g in grouping.groups for t in g.tables}
+def _combine(checked: Sequence[CheckedTrace], rules: Sequence[Rule]) -> list[TraceReport]:
+    summaries = [c.summary for c in checked]
+    grouping = group_runs(summaries)
+    grouped = {id(s) for g in grouping.groups for s in g.tables}
     unmatched = {u.path: u.reason for u in grouping.unmatched}
     reports = []
-    for t in tables:
-        reason = unmatched.get(t.path)
-        reports.append(check_trace(t, rules, in_rank_group=id(t) in grouped,
-                                   cross_rank_reason=f"{_SINGLE}: {reason}" if reason else _SINGLE))
+    for c in checked:
+        if id(c.summary) in grouped:
+            reports.append(c.report)
+        else:
+            reason = unmatched.get(c.summary.path)
+            reports.append(_alone(c.report, rules, f"{_SINGLE}: {reason}" if reason else _SINGLE))
     cross = [r for r in rules if r.cross_rank and not r.needs_baseline]
     if not cross:
         return reports
     for group in grouping.groups:
+        members: list[TraceSummary] = group.tables
         outcomes = []
         for rule in cross:
-            if rule.spec.requires_device and not all(t.has_device_events for t in group.tables):
+            if rule.spec.requires_device and not all(s.has_device_events for s in members):
                 outcomes.append(not_applicable(rule, "some rank's trace has no GPU events", absent=True))
             else:
-                damage = [f"rank {t.meta.rank}: {line}" for t in group.tables for line in relevant_damage(rule, t)]
-                outcomes.append(mark_incomplete(rule.kind.run_group(rule, group), damage))
+                damage = [f"rank {s.rank}: {line}" for s in members for line in s.rule_damage.get(rule.id, [])]
+                # The kind sees each rank's own part of the trace, in the group's rank order.
+                parts = dataclasses.replace(group, tables=[s.parts.get(rule.id) for s in members])
+                outcomes.append(mark_incomplete(rule.kind.run_group(rule, parts), damage))
         outside: dict[str, int] = {}
         notes = list(group.notes)
-        for t in group.tables:
-            edges = window_edges(t)
-            for what, n in edges.counts().items():
+        for s in members:
+            for what, n in s.outside_window.items():
                 outside[what] = outside.get(what, 0) + n
-                notes.append(f"rank {t.meta.rank}: {n} {what}, kept out of the cross-rank comparison")
-            for what, n in edges.unlinked_counts().items():
-                notes.append(f"rank {t.meta.rank}: {n} {what} (a damaged or truncated trace): what those "
+                notes.append(f"rank {s.rank}: {n} {what}, kept out of the cross-rank comparison")
+            for what, n in s.unlinked.items():
+                notes.append(f"rank {s.rank}: {n} {what} (a damaged or truncated trace): what those "
                              "launches ran is not compared")
         reports.append(TraceReport(
-            trace=group.label, events=sum(len(t) for t in group.tables),
-            has_device_events=all(t.has_device_events for t in group.tables),
-            has_stacks=all(t.has_stacks for t in group.tables), rank=None, outcomes=outcomes,
-            ranks=[t.meta.rank for t in group.tables], notes=notes, outside_window=outside, subject="run group",
-            damage=[f"rank {t.meta.rank}: {line}" for t in group.tables for line in trace_damage(t).summary()]))
+            trace=group.label, events=sum(s.events for s in members),
+            has_device_events=all(s.has_device_events for s in members),
+            has_stacks=all(s.has_stacks for s in members), rank=None, outcomes=outcomes,
+            ranks=[s.rank for s in members], notes=notes, outside_window=outside, subject="run group",
+            damage=[f"rank {s.rank}: {line}" for s in members for line in s.damage]))
     return reports

@@ -7,8 +7,9 @@ count), the GPU models in `deviceProperties`, the host and process that recorded
 window they cover, and the `ProfilerStep#N` ranges they hold.
 
 `run_identity(table)` reduces one trace to a small `RunIdentity` (a few scalars and tuples, no events), and
-`group_runs(items)` groups traces (or identities: the cross-rank stage can run from per-rank summaries)
-into `RunGroup`s, one a profiling cycle, and lists the ranked traces it could not place with the reason.
+`group_runs(items)` groups traces (EventTables, RunIdentity items, or per-trace summaries with an `identity`
+attribute: the cross-rank stage runs from summaries made where each trace was loaded) into `RunGroup`s, one a
+profiling cycle, and lists the ranked traces it could not place with the reason.
 
 Absolute time, as verified on real traces:
 - torch 2.x (kineto with `baseTimeNanoseconds`, seen on torch 2.11 + H200, torch 2.13 CPU, HTA's ROCm 6.2,
@@ -207,7 +208,7 @@ class UnmatchedTrace:
 @dataclass
 class RunGroup(Generic[T]):
     """The ranks of one run in one profiling cycle. `tables` holds what `group_runs` was given (EventTables,
-    or RunIdentity summaries), sorted by rank."""
+    RunIdentity items or per-trace summaries), sorted by rank."""
 
     tables: list[T]
     identities: list[RunIdentity]
@@ -310,7 +311,8 @@ def _no_evidence(ident: RunIdentity) -> bool:
 # ---- grouping ----------------------------------------------------------------------------------------------
 
 def group_runs(items: Sequence[T]) -> RunGrouping[T]:
-    """Group traces (EventTables, or RunIdentity summaries) into the ranks of one run and profiling cycle.
+    """Group traces (EventTables, RunIdentity items, or summaries with an `identity`) into the ranks of one run
+    and profiling cycle.
 
     Only traces with a rank and a world size other than 1 take part. Traces are grouped when they agree on
     backend, world size, process-group count and GPU models, come from different processes, and were
@@ -320,7 +322,7 @@ def group_runs(items: Sequence[T]) -> RunGrouping[T]:
     Traces that cannot be told apart (a rank twice in one cycle) are not grouped. Every ranked trace that
     ends up in no group is listed in `unmatched` with the reason.
     """
-    idents = [item if isinstance(item, RunIdentity) else run_identity(item) for item in items]
+    idents = [_identity_of(item) for item in items]
     members = [i for i, ident in enumerate(idents) if ident.distributed]
     clusters: list[tuple[list[int], str, list[str]]] = []   # (indexes, evidence, notes)
     unmatched: dict[int, str] = {}
@@ -364,6 +366,14 @@ def group_runs(items: Sequence[T]) -> RunGrouping[T]:
             for i, reason in unmatched.items()]
     rows.sort(key=lambda u: (u.path, u.rank if u.rank is not None else -1))
     return RunGrouping(groups=groups, unmatched=rows)
+
+
+def _identity_of(item: Any) -> RunIdentity:
+    if isinstance(item, RunIdentity):
+        return item
+    if isinstance(item, EventTable):
+        return run_identity(item)
+    return item.identity   # a per-trace summary, made where its trace was loaded
 
 
 def _ambiguous(idents: list[RunIdentity], pool: list[int]) -> dict[int, str]:

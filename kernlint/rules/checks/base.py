@@ -38,8 +38,10 @@ class CheckKind:
     summary: str
     # One trace: (rule, table, index) -> outcome. Cross-rank kinds use run_group instead.
     run: Callable[[Rule, EventTable, ScopeIndex], RuleOutcome] | None = None
-    # The traces of one run (a RunGroup) -> outcome.
+    # The traces of one run -> outcome. run_group reads no table: its RunGroup's `tables` hold each rank's
+    # rank_part (rule, table, index) -> a small picklable summary, made where the trace is loaded (a worker).
     run_group: Callable[[Rule, object], RuleOutcome] | None = None
+    rank_part: Callable[[Rule, EventTable, ScopeIndex], object] | None = None
     # A candidate against a baseline (kernlint.baseline.BaselineComparison) -> outcome. Such rules run only
     # when a baseline is given.
     run_baseline: Callable[[Rule, object], RuleOutcome] | None = None

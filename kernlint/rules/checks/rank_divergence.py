@@ -13,6 +13,10 @@ Under the same host op, ranks may legitimately launch different device work: a l
 path for another size, a fill of an empty tensor launches nothing. Such differences are info findings.
 Device work whose launch falls outside the profiling window (kernlint.trace.window) is left out of every
 comparison and counted in the report.
+
+Each rank's stream is made where its trace is loaded (rank_stream, the kind's rank part: in a --jobs worker
+or on a cluster) and holds no table; run_group compares the streams, so the verdict is the same wherever the
+traces were read.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.checks.base import CheckKind, CheckSpec, finding_cost, function_of, named_scopes, register
 from kernlint.rules.result import Finding, RuleOutcome, decided, not_applicable
 from kernlint.trace.rows import EventFilter, inside_any, outermost
 from kernlint.trace.scopes import Scope, ScopeIndex
@@ -43,10 +47,31 @@ class RankDivergence(CheckSpec, tag="rank-divergence"):
 
 @dataclass
 class RankStream:
-    rows: list[int]                      # host rows in issue order (thread by thread)
-    keys: list[tuple[str, str]]          # (name, launch site) per row
-    device: dict[int, list[str]]         # host row -> short names of the device work it launched (in window)
-    unknown: set[int]                    # host rows with a launch whose device work is not in the trace
+    """One rank's stream for one rule: the map side of the cross-rank comparison. It holds no table, so it
+    crosses process boundaries small: strings are interned (pickle writes each distinct one once) and the
+    per-event numbers are arrays. Positions index the stream in issue order (thread by thread)."""
+
+    trace: str
+    rank: int | None
+    keys: list[tuple[str, str]]            # (name, launch site) per position
+    device: dict[int, tuple[str, ...]]     # position -> short names of the device work it launched (in window)
+    unknown: frozenset[int]                # positions with a launch whose device work is not in the trace
+    # What a finding at a position says: (event, kind, category, launch op, top op, source, function).
+    sites: list[tuple]
+    ts: np.ndarray                         # launch time per position
+    device_us: np.ndarray | None           # device time launched while it ran; None: the trace has no GPU events
+    nbytes: np.ndarray                     # bytes allocated while it ran; -1: no allocation
+
+    def finding(self, rule, pos: int, scope: Scope, message: str, severity: str | None = None) -> Finding:
+        """The finding at position `pos`: what make_finding gives for its row, without the table."""
+        event, kind, category, launch_op, top_op, source, function = self.sites[pos]
+        nbytes = int(self.nbytes[pos])
+        return Finding(
+            rule=rule.id, name=rule.name, severity=severity or rule.severity, message=message, trace=self.trace,
+            scope=scope.label, event=event, event_kind=kind, event_category=category, launch_op=launch_op,
+            top_op=top_op, source=source, anchor=None, ts=float(self.ts[pos]), rank=self.rank, function=function,
+            device_us=None if self.device_us is None else float(self.device_us[pos]),
+            bytes=None if nbytes < 0 else nbytes)
 
 
 def _key(index: ScopeIndex, row: int, device_names: list[str]) -> tuple[str, str]:
@@ -57,7 +82,19 @@ def _key(index: ScopeIndex, row: int, device_names: list[str]) -> tuple[str, str
     return str(index.name[row]), site
 
 
-def rank_stream(rule, index: ScopeIndex) -> RankStream:
+def _site(index: ScopeIndex, row: int) -> tuple:
+    """The fields of make_finding for a host row (an op or a runtime call) that do not depend on the rule."""
+    op = int(index.op[row]) if index.kind[row] != "op" else row
+    top = int(index.top_op[row])
+    source = index.source[row]
+    return (str(index.short_name[row]), str(index.kind[row]), str(index.category[row]),
+            str(index.name[op]) if op >= 0 else None, str(index.name[top]) if top >= 0 else None,
+            source if isinstance(source, str) else None, function_of(index, int(index.user_frame[row])))
+
+
+def _host_rows(rule, index: ScopeIndex) -> tuple[list[int], dict[int, list[str]], set[int]]:
+    """The rule's host rows in issue order (thread by thread), the device work each launched (in window),
+    and the rows whose device work is not in the trace."""
     spec = rule.spec.check
     flt = EventFilter(tuple(spec.kinds or ("op", "runtime")), tuple(spec.names), (), tuple(spec.op_categories))
     edges = window_edges(index.table)
@@ -100,36 +137,64 @@ def rank_stream(rule, index: ScopeIndex) -> RankStream:
     for r in sorted(rows, key=lambda r: index.ts[r]):
         by_thread[index.thread[r]].append(r)
     ordered = [r for t in sorted(by_thread, key=lambda t: index.ts[by_thread[t][0]]) for r in by_thread[t]]
-    return RankStream(ordered, [_key(index, r, device.get(r, [])) for r in ordered], dict(device), unknown)
+    return ordered, device, unknown
+
+
+def rank_stream(rule, table, index: ScopeIndex) -> RankStream:
+    """One rank's stream for `rule` (the kind's rank part: computed where the trace is loaded)."""
+    rows, device, unknown = _host_rows(rule, index)
+    interned: dict = {}
+
+    def intern(value):
+        return interned.setdefault(value, value)
+
+    keys, sites, ts, device_us, nbytes = [], [], [], [], []
+    dev_by_pos: dict[int, tuple[str, ...]] = {}
+    for pos, r in enumerate(rows):
+        names = device.get(r, [])
+        keys.append(intern(_key(index, r, names)))
+        if names:
+            dev_by_pos[pos] = intern(tuple(intern(n) for n in names))
+        sites.append(intern(tuple(intern(v) for v in _site(index, r))))
+        cost = finding_cost(index, r)
+        ts.append(float(index.launch_ts[r]))
+        device_us.append(cost["device_us"])
+        nbytes.append(-1 if cost["bytes"] is None else cost["bytes"])
+    position = {r: pos for pos, r in enumerate(rows)}
+    return RankStream(
+        trace=table.path, rank=table.meta.rank, keys=keys, device=dev_by_pos,
+        unknown=frozenset(position[r] for r in unknown if r in position), sites=sites,
+        ts=np.asarray(ts, dtype=np.float64),
+        device_us=np.asarray(device_us, dtype=np.float64) if table.has_device_events else None,
+        nbytes=np.asarray(nbytes, dtype=np.int64))
 
 
 def _label(key: tuple[str, str]) -> str:
     return f"{key[0]} at {key[1]}" if key[1] else key[0]
 
 
-def _extra_rows(ref: list, seq: list, rows: list[int]) -> dict[tuple, list[int]]:
-    """For each key, the rows of `seq` that alignment with `ref` marks as inserted."""
+def _extra_rows(ref: list, seq: list) -> dict[tuple, list[int]]:
+    """For each key, the positions of `seq` that alignment with `ref` marks as inserted."""
     out: dict[tuple, list[int]] = defaultdict(list)
     if len(ref) * len(seq) > _ALIGN_LIMIT:
         seen: Counter = Counter()
         limit = Counter(ref)
-        for key, row in zip(seq, rows):
+        for pos, key in enumerate(seq):
             seen[key] += 1
             if seen[key] > limit[key]:
-                out[key].append(row)
+                out[key].append(pos)
         return out
     for tag, _a1, _a2, b1, b2 in difflib.SequenceMatcher(None, ref, seq, autojunk=False).get_opcodes():
         if tag in ("insert", "replace"):
             for j in range(b1, b2):
-                out[seq[j]].append(rows[j])
+                out[seq[j]].append(j)
     return out
 
 
 def run_group(rule, group) -> RuleOutcome:
-    tables = group.tables
-    indexes = [ScopeIndex.of(t) for t in tables]
-    streams = [rank_stream(rule, ix) for ix in indexes]
-    if not any(s.rows for s in streams):
+    """The ranks of one run (`group.tables`: each rank's RankStream for this rule, in rank order)."""
+    streams: list[RankStream] = list(group.tables)
+    if not any(s.keys for s in streams):
         return not_applicable(rule, "no host event on any rank matches the rule's filter", absent=True)
     counts = [Counter(s.keys) for s in streams]
     everything = sorted(set().union(*counts))
@@ -138,16 +203,17 @@ def run_group(rule, group) -> RuleOutcome:
         usual = Counter(c[key] for c in counts).most_common()
         mode[key] = min(v for v, n in usual if n == usual[0][1])  # ties go to the smaller count
     distance = [sum(abs(c[k] - mode[k]) for k in everything) for c in counts]
-    ref = min(range(len(tables)), key=lambda i: (distance[i], tables[i].meta.rank))
-    ref_rank = tables[ref].meta.rank
-    scope = Scope(row=-1, kind="ranks", name=", ".join(str(t.meta.rank) for t in tables), thread="", ts=0.0,
+    ref = min(range(len(streams)), key=lambda i: (distance[i], streams[i].rank))
+    ref_stream = streams[ref]
+    ref_rank = ref_stream.rank
+    scope = Scope(row=-1, kind="ranks", name=", ".join(str(s.rank) for s in streams), thread="", ts=0.0,
                   end=0.0)
     findings: list[Finding] = []
     heterogeneous: list[str] = []
-    for i, (table, index, stream, c) in enumerate(zip(tables, indexes, streams, counts)):
+    for i, (stream, c) in enumerate(zip(streams, counts)):
         if i == ref:
             continue
-        rank = table.meta.rank
+        rank = stream.rank
         more = [k for k in everything if c[k] > counts[ref][k]]
         fewer = [k for k in everything if c[k] < counts[ref][k]]
         if more and fewer and not rule.spec.check.compare_different_programs:
@@ -156,71 +222,71 @@ def run_group(rule, group) -> RuleOutcome:
             heterogeneous.append(f"rank {rank} issues more of {len(more)} and fewer of {len(fewer)} kinds of "
                                  f"event than rank {ref_rank} (e.g. {_label(more[0])}; {_label(fewer[0])})")
             continue
-        if stream.keys != streams[ref].keys:
-            extra = _extra_rows(streams[ref].keys, stream.keys, stream.rows)
+        if stream.keys != ref_stream.keys:
+            extra = _extra_rows(ref_stream.keys, stream.keys)
             for key in everything:
                 delta = c[key] - counts[ref][key]
                 if delta == 0:
                     continue
                 message = (f"rank {rank} issues {abs(delta)} {'more' if delta > 0 else 'fewer'} {_label(key)} "
                            f"than rank {ref_rank} ({c[key]} against {counts[ref][key]})")
-                rows = extra.get(key) if delta > 0 else None
-                if delta < 0 and len(tables) == 2:
+                positions = extra.get(key) if delta > 0 else None
+                if delta < 0 and len(streams) == 2:
                     # Two ranks: no majority, so point at the rank that has the extra one, at its line.
-                    ref_extra = _extra_rows(stream.keys, streams[ref].keys, streams[ref].rows).get(key)
+                    ref_extra = _extra_rows(stream.keys, ref_stream.keys).get(key)
                     if ref_extra:
-                        findings.append(make_finding(
-                            rule, indexes[ref], ref_extra[0], scope,
+                        findings.append(ref_stream.finding(
+                            rule, ref_extra[0], scope,
                             f"rank {ref_rank} issues {-delta} more {_label(key)} than rank {rank} "
-                            f"({counts[ref][key]} against {c[key]})", None))
+                            f"({counts[ref][key]} against {c[key]})"))
                         continue
-                if rows:
-                    findings.append(make_finding(rule, indexes[i], rows[0], scope, message, None))
+                if positions:
+                    findings.append(stream.finding(rule, positions[0], scope, message))
                 else:
                     findings.append(Finding(
-                        rule=rule.id, name=rule.name, severity=rule.severity, message=message, trace=table.path,
+                        rule=rule.id, name=rule.name, severity=rule.severity, message=message, trace=stream.trace,
                         scope=scope.label, event=key[0], event_kind="missing", event_category="",
                         launch_op=None, top_op=None, source=key[1] or None, anchor=None, ts=0.0, rank=rank))
             if c == counts[ref]:
-                j = next(j for j, (a, b) in enumerate(zip(stream.keys, streams[ref].keys)) if a != b)
-                findings.append(make_finding(rule, index, stream.rows[j], scope,
-                                             f"rank {rank} issues {_label(stream.keys[j])} where rank {ref_rank} "
-                                             f"issues {_label(streams[ref].keys[j])} (position {j}): same "
-                                             "events in another order", None, severity="info"))
-        findings.extend(_device_differences(rule, index, stream, streams[ref], rank, ref_rank, scope))
+                j = next(j for j, (a, b) in enumerate(zip(stream.keys, ref_stream.keys)) if a != b)
+                findings.append(stream.finding(rule, j, scope,
+                                               f"rank {rank} issues {_label(stream.keys[j])} where rank {ref_rank} "
+                                               f"issues {_label(ref_stream.keys[j])} (position {j}): same "
+                                               "events in another order", severity="info"))
+        findings.extend(_device_differences(rule, stream, ref_stream, scope))
     if heterogeneous and not findings:
         return not_applicable(rule, "the ranks run different host programs, not one program with a stray "
                                     "difference: " + "; ".join(heterogeneous))
     note = ("not compared, running different host programs: " + "; ".join(heterogeneous)) if heterogeneous else None
-    return decided(rule, findings, "host", len(tables), note)
+    return decided(rule, findings, "host", len(streams), note)
 
 
-def _device_differences(rule, index, stream: RankStream, ref: RankStream, rank, ref_rank, scope) -> list[Finding]:
+def _device_differences(rule, stream: RankStream, ref: RankStream, scope) -> list[Finding]:
     """Info findings: under the k-th instance of the same host key, different device work (per key, once)."""
     by_key_ref: dict[tuple, list[int]] = defaultdict(list)
-    for key, row in zip(ref.keys, ref.rows):
-        by_key_ref[key].append(row)
+    for pos, key in enumerate(ref.keys):
+        by_key_ref[key].append(pos)
     by_key: dict[tuple, list[int]] = defaultdict(list)
-    for key, row in zip(stream.keys, stream.rows):
-        by_key[key].append(row)
+    for pos, key in enumerate(stream.keys):
+        by_key[key].append(pos)
     out = []
-    for key, rows in by_key.items():
-        ref_rows = by_key_ref.get(key, [])
-        if len(rows) != len(ref_rows):
+    for key, positions in by_key.items():
+        ref_positions = by_key_ref.get(key, [])
+        if len(positions) != len(ref_positions):
             continue  # a count difference is already an error above
-        differing = [(r, q) for r, q in zip(rows, ref_rows)
-                     if r not in stream.unknown and q not in ref.unknown
-                     and Counter(stream.device.get(r, [])) != Counter(ref.device.get(q, []))]
+        differing = [(p, q) for p, q in zip(positions, ref_positions)
+                     if p not in stream.unknown and q not in ref.unknown
+                     and Counter(stream.device.get(p, ())) != Counter(ref.device.get(q, ()))]
         if not differing:
             continue
-        r, q = differing[0]
-        mine = ", ".join(stream.device.get(r, [])) or "no device work"
-        theirs = ", ".join(ref.device.get(q, [])) or "no device work"
-        out.append(make_finding(
-            rule, index, r, scope,
-            f"under {_label(key)}, rank {rank} launched {mine} where rank {ref_rank} launched {theirs} "
-            f"({len(differing)} of {len(rows)} instance(s); data-dependent dispatch, not a divergence of the code)",
-            None, severity="info"))
+        p, q = differing[0]
+        mine = ", ".join(stream.device.get(p, ())) or "no device work"
+        theirs = ", ".join(ref.device.get(q, ())) or "no device work"
+        out.append(stream.finding(
+            rule, p, scope,
+            f"under {_label(key)}, rank {stream.rank} launched {mine} where rank {ref.rank} launched {theirs} "
+            f"({len(differing)} of {len(positions)} instance(s); data-dependent dispatch, not a divergence of the "
+            "code)", severity="info"))
     return out
 
 
@@ -232,5 +298,5 @@ def _needs_a_filter(rule):
 
 
 register(CheckKind(
-    type="rank-divergence", spec=RankDivergence, run_group=run_group, validate=_needs_a_filter,
+    type="rank-divergence", spec=RankDivergence, rank_part=rank_stream, run_group=run_group, validate=_needs_a_filter,
     summary="The ranks of one distributed run issue the same host-side stream of matching events."))

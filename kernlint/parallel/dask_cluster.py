@@ -1,0 +1,87 @@
+"""The dask backend: Dask distributed, on a local cluster of worker processes or on an existing cluster.
+
+`--backend dask --jobs N` starts a LocalCluster of N single-threaded worker processes for this check and
+stops it afterwards; `--scheduler ADDRESS` connects to a running scheduler instead (its workers need this
+version of kernlint installed and the trace files readable at the same paths; relative paths are resolved
+against this process's working directory). Dask is an optional extra: `pip install 'kernlint[distributed]'`.
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from kernlint.errors import ConfigError
+from kernlint.parallel import Backend, register
+from kernlint.parallel.work import WorkerError
+
+_EXTRA = "pip install 'kernlint[distributed]'"
+
+
+def _call(fn, shared: tuple, item):
+    return fn(item, *shared)
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise ConfigError(None, f"the dask backend needs Dask distributed, which is not installed: {_EXTRA}") from None
+    return distributed
+
+
+def _connect(distributed, address: str | None, workers: int):
+    """(client, cluster or None): a client of the cluster at `address`, or of a new local one."""
+    if address:
+        try:
+            return distributed.Client(address, timeout="15s", set_as_default=False), None
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ConfigError(None, f"--scheduler {address}: cannot connect to a Dask scheduler there "
+                                    f"({type(exc).__name__}: {exc})") from None
+    # Ctrl-C is this process's to handle (it stops the cluster): the worker processes started now inherit an
+    # ignored SIGINT (a blocked one is not inherited), so none prints a traceback of its own. A Ctrl-C pressed
+    # during these start-up seconds is lost; the next one interrupts. Only the main thread may set handlers.
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                           dashboard_address=None, silence_logs=logging.CRITICAL)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+    try:
+        return distributed.Client(cluster, set_as_default=False), cluster
+    except BaseException:
+        cluster.close()
+        raise
+
+
+def run(fn, shared: tuple, items: list, *, workers: int, address: str | None = None
+        ) -> Iterator[tuple[int, Any]]:
+    distributed = _distributed()
+    client, cluster = _connect(distributed, address, workers)
+    index: dict = {}
+    try:
+        [data] = client.scatter([shared], broadcast=True, hash=False)   # the rules once per worker
+        run_id = uuid.uuid4().hex[:12]
+        futures = [client.submit(_call, fn, data, item, key=f"kernlint-check-{run_id}-{i}", pure=False)
+                   for i, item in enumerate(items)]
+        index = {f.key: i for i, f in enumerate(futures)}
+        for future in distributed.as_completed(futures, loop=client.loop):
+            try:
+                result = future.result()
+            except distributed.KilledWorker:
+                raise WorkerError(f"the Dask worker checking {items[index[future.key]]} died (killed, or out "
+                                  "of memory?)") from None
+            yield index[future.key], result
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+register(Backend(name="dask", summary="Dask distributed: a local cluster, or an existing one (--scheduler)",
+                 run=run, remote=True))

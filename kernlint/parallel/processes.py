@@ -1,0 +1,74 @@
+"""The processes backend: a pool of local worker processes (concurrent.futures), one trace a task.
+
+Workers start from a fork server that has imported kernlint once (no fork of a parent holding tables or
+threads, no fresh interpreter per worker); they ignore Ctrl-C, which the parent handles by stopping them.
+The rules and options are sent once per worker, not once per trace.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from kernlint.parallel import Backend, register
+from kernlint.parallel.work import WorkerError
+
+_shared: tuple = ()
+_PRELOAD = ["kernlint.parallel.work"]
+
+
+def _start(shared: tuple) -> None:
+    global _shared
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the parent stops the pool; no traceback from a worker
+    _shared = shared
+
+
+def _call(fn, item):
+    return fn(item, *_shared)
+
+
+def _context():
+    if sys.platform.startswith("linux"):
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(_PRELOAD)
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    pool.shutdown(wait=False, cancel_futures=True)
+    # A worker still busy with a large trace would hold the exit until it finishes: end it.
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.terminate()
+
+
+def run(fn, shared: tuple, items: list, *, workers: int, address: str | None = None
+        ) -> Iterator[tuple[int, Any]]:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_start, initargs=(shared,))
+    finished = False
+    try:
+        futures = {pool.submit(_call, fn, item): i for i, item in enumerate(items)}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=futures.get):
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    raise WorkerError(f"a worker process died (killed, or out of memory?) before "
+                                      f"{items[futures[future]]} was checked: try fewer --jobs") from None
+                yield futures[future], result
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            _stop(pool)
+
+
+register(Backend(name="processes", summary="a pool of local worker processes", run=run))

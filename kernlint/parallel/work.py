@@ -1,0 +1,80 @@
+"""The task a worker runs: one trace in, its CheckedTrace (or its error) out.
+
+A worker never raises: an error comes back as a `Failure` holding the exception's class and state, so that
+the process that collects the results raises the same typed error (a TraceError stays a TraceError naming its
+file, exit 2) whatever the engine does with exceptions of its tasks (pickles them by their args, which
+KernlintError's constructor does not take back; logs them; retries them).
+"""
+from __future__ import annotations
+
+import dataclasses
+import gc
+import os
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernlint.errors import KernlintError
+from kernlint.rules.engine import summarize_trace
+from kernlint.rules.summary import CheckedTrace
+from kernlint.trace import load as trace_load
+
+
+@dataclass
+class Failure:
+    """An exception raised while checking `path`, as data that pickles."""
+
+    path: str
+    kind: type
+    args: tuple
+    state: dict[str, Any]
+    text: str                      # `Type: message`, for when the state does not pickle
+
+    def exception(self) -> BaseException:
+        """The same exception again: its class, args and attributes."""
+        exc = self.kind.__new__(self.kind)
+        exc.args = self.args
+        exc.__dict__.update(self.state)
+        return exc
+
+
+class WorkerError(RuntimeError):
+    """A worker failed in a way that is not a kernlint error: a bug, or it died (killed, out of memory)."""
+
+
+def failure(path: str, exc: BaseException) -> Failure:
+    found = Failure(path, type(exc), exc.args, dict(exc.__dict__), f"{type(exc).__name__}: {exc}")
+    try:
+        pickle.loads(pickle.dumps(found))
+    except Exception:   # an exception holding something that does not pickle: keep its text
+        return Failure(path, WorkerError, (f"{found.text} (checking {path})",), {}, found.text)
+    return found
+
+
+def check_path(path: str, rules: list, max_bytes: int, baseline: bool, base: str | None = None
+               ) -> CheckedTrace | Failure:
+    """Load one trace and check it (kernlint.rules.engine.summarize_trace). `base`: the folder a relative
+    path is relative to, when this worker runs elsewhere (a remote cluster); the trace keeps `path` as its
+    name either way."""
+    where = Path(base, path) if base is not None and not os.path.isabs(path) else Path(path)
+    table = None
+    try:
+        try:
+            table = trace_load.load_trace(where, max_bytes=max_bytes)   # looked up now: tests replace it
+        except KernlintError as exc:
+            if str(where) != path and exc.path == str(where):   # name the file as the user did
+                raise type(exc)(path, exc.problem, exc.line) from None
+            raise
+        if str(where) != path:
+            table.meta = dataclasses.replace(table.meta, path=path)
+        return summarize_trace(table, rules, baseline=baseline)
+    except Exception as exc:
+        return failure(path, exc)
+    finally:
+        # The table's derived indexes point back at it: a cycle that only the collector frees, and it runs by
+        # object count, not bytes, so dead tables would pile up. Free this one before the next is loaded.
+        if table is not None:
+            table.derived.clear()
+        table = None
+        gc.collect()

@@ -1,0 +1,251 @@
+"""`--jobs N`: the map over traces in worker processes, the reduce over their summaries; the same reports
+as the serial path, in argument order, with a worker's typed error raised as the same type."""
+from __future__ import annotations
+
+import ast
+import json
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES, REPO
+from kernlint.cli import main
+from kernlint.errors import ConfigError, KernlintError, RuleFileError, TraceError
+from kernlint.parallel import BACKENDS, Backend, backend_names, check_paths, get_backend, register, resolve_jobs
+from kernlint.parallel.work import Failure, WorkerError, check_path, failure
+from kernlint.rules.engine import check_traces, combine_checked, compare_checked
+from kernlint.rules.loader import load_rules
+from kernlint.rules.summary import CheckedTrace
+from kernlint.trace.load import DEFAULT_MAX_TRACE_BYTES, discover_traces, load_trace
+
+TRACES = FIXTURES / "traces"
+# Every recorded multi-rank run: NCCL on the H200 (balanced, a sync on rank 1, every rank syncing, new_ones),
+# gloo on the CPU, the window-edge and dispatch cases, and runs with several invocations and cycles.
+MULTI_RANK = [TRACES / "gpu-tp2-nccl", TRACES / "cpu-gloo", TRACES / "gpu-edges", TRACES / "cpu-runs"]
+RULES = load_rules()
+
+
+def _files(*folders: Path) -> list[Path]:
+    return discover_traces(folders).files
+
+
+def _serial(files, rules=RULES, **options):
+    return check_traces([load_trace(p) for p in files], rules, **options)
+
+
+def _parallel(files, rules=RULES, **options):
+    return combine_checked(check_paths(files, rules, max_bytes=DEFAULT_MAX_TRACE_BYTES, **options), rules)
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def multi_rank_files():
+    return _files(*MULTI_RANK)
+
+
+@pytest.fixture(scope="module")
+def serial_reports(multi_rank_files):
+    reports = _serial(multi_rank_files)
+    assert sum(1 for r in reports if r.ranks) >= 10   # the fixtures hold many run groups
+    return reports
+
+
+def test_two_worker_processes_give_the_serial_reports(multi_rank_files, serial_reports):
+    assert _parallel(multi_rank_files, jobs=2, backend="processes") == serial_reports
+
+
+def test_the_streaming_serial_backend_gives_the_same_reports(multi_rank_files, serial_reports):
+    assert _parallel(multi_rank_files, jobs=1) == serial_reports
+
+
+def test_group_verdicts_come_from_summaries_that_crossed_a_process_boundary(multi_rank_files, serial_reports):
+    """The cross-rank stage reads only what pickles: no table is reachable from a summary."""
+    checked = check_paths(multi_rank_files, RULES, max_bytes=DEFAULT_MAX_TRACE_BYTES)
+    shipped = pickle.loads(pickle.dumps(checked))
+    assert combine_checked(shipped, RULES) == serial_reports
+    for c in checked:
+        size = len(pickle.dumps(c))
+        assert size < 64_000, (c.summary.path, size)   # the fixtures' traces are 60-900 KB gzipped
+
+
+def _reversed_backend():
+    """A backend whose workers finish in the reverse order of the arguments."""
+    def run(fn, shared, items, *, workers, address=None):
+        for i in reversed(range(len(items))):
+            yield i, fn(items[i], *shared)
+
+    return Backend(name="test-reversed", summary="finishes last first", run=run)
+
+
+@pytest.fixture
+def reversed_backend():
+    backend = register(_reversed_backend())
+    yield backend.name
+    BACKENDS.pop(backend.name)
+
+
+def test_reports_keep_the_argument_order_whatever_order_workers_finish(reversed_backend, multi_rank_files,
+                                                                      serial_reports):
+    assert _parallel(multi_rank_files, backend=reversed_backend) == serial_reports
+    checked = check_paths(multi_rank_files, RULES, max_bytes=DEFAULT_MAX_TRACE_BYTES, backend=reversed_backend)
+    assert [c.summary.path for c in checked] == [str(p) for p in multi_rank_files]
+
+
+def _broken_run(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(TRACES / "gpu-tp2-nccl" / "fp8-tp-mlp", run)
+    (run / "aa-no-events.json").write_text(json.dumps({"traceEvents": [], "schemaVersion": 1}))
+    (run / "zz-truncated.json").write_text('{"traceEvents": [')
+    return run
+
+
+@pytest.mark.parametrize("backend", ["serial", "processes", "test-reversed"])
+def test_a_worker_error_comes_back_as_the_same_type_for_the_first_file_in_argument_order(tmp_path, backend,
+                                                                                         reversed_backend):
+    run = _broken_run(tmp_path)
+    files = _files(run)
+    with pytest.raises(TraceError) as info:
+        check_paths(files, RULES, max_bytes=DEFAULT_MAX_TRACE_BYTES, jobs=2, backend=backend)
+    assert type(info.value) is TraceError and info.value.exit_code == 2
+    assert info.value.path == str(run / "aa-no-events.json")
+    assert info.value.one_line() == str(info.value) == f"{run / 'aa-no-events.json'}: holds no trace events"
+
+
+def test_kernlint_errors_survive_pickling_as_failures():
+    for exc in (TraceError("a.json", "not valid JSON", 3), RuleFileError(None, "bad"), ConfigError("x", "y")):
+        back = pickle.loads(pickle.dumps(failure("a.json", exc))).exception()
+        assert type(back) is type(exc) and back.one_line() == exc.one_line() and back.line == exc.line
+        assert isinstance(back, KernlintError) and back.exit_code == 2
+    bug = pickle.loads(pickle.dumps(failure("a.json", KeyError("frame")))).exception()
+    assert type(bug) is KeyError and bug.args == ("frame",)
+
+
+def test_an_exception_that_does_not_pickle_still_comes_back_as_one_line():
+    class Local(Exception):   # a class pickle cannot find by name
+        pass
+
+    found = failure("t.json", Local("boom"))
+    back = pickle.loads(pickle.dumps(found)).exception()
+    assert isinstance(back, WorkerError) and "Local: boom" in str(back) and "t.json" in str(back)
+
+
+def test_a_worker_never_raises(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\"traceEvents\": [")
+    result = check_path(str(bad), RULES, DEFAULT_MAX_TRACE_BYTES, False)
+    assert isinstance(result, Failure) and result.kind is TraceError
+
+
+def test_a_relative_path_is_read_from_the_callers_folder_and_keeps_its_name(monkeypatch, tmp_path):
+    """What a remote worker does (its working directory is not ours): `base` resolves, the name stays."""
+    shutil.copy(next((TRACES / "gpu").glob("*.json.gz")), tmp_path / "t.pt.trace.json.gz")
+    monkeypatch.chdir(REPO)
+    result = check_path("t.pt.trace.json.gz", RULES, DEFAULT_MAX_TRACE_BYTES, False, base=str(tmp_path))
+    assert isinstance(result, CheckedTrace)
+    assert result.report.trace == result.summary.path == "t.pt.trace.json.gz"
+    missing = check_path("nope.json", RULES, DEFAULT_MAX_TRACE_BYTES, False, base=str(tmp_path))
+    assert missing.exception().path == "nope.json"
+
+
+def test_the_baseline_comparison_runs_from_the_workers_parts(tmp_path):
+    """Each worker makes its trace's part of the program profile; the comparison equals the one made from
+    the tables."""
+    from kernlint.baseline import build_baseline, profile_traces
+
+    run1, run2 = sorted((TRACES / "gpu-baseline").glob("*.json.gz"))
+    baseline = build_baseline(profile_traces([load_trace(run1)]))
+    rules = [r for r in RULES if r.needs_baseline] + [r for r in RULES if r.id == "KL001"]
+    expected = _serial([run2], rules, baseline=baseline)
+    checked = check_paths([run2], rules, max_bytes=DEFAULT_MAX_TRACE_BYTES, jobs=2, backend="processes",
+                          baseline=True)
+    got = combine_checked(checked, rules, baseline=compare_checked(baseline, checked))
+    assert got == expected and got[-1].subject == "baseline"
+    assert combine_checked(checked, rules, baseline=baseline) == expected
+
+
+def test_jobs_auto_and_zero_mean_one_per_cpu():
+    assert resolve_jobs("auto") == resolve_jobs(0) >= 1
+    assert resolve_jobs(3) == 3
+    with pytest.raises(ConfigError):
+        resolve_jobs(-1)
+
+
+def test_an_unknown_backend_is_one_config_error():
+    with pytest.raises(ConfigError, match="no parallel backend 'nope' .*processes"):
+        get_backend("nope")
+
+
+def test_every_builtin_backend_registers_itself():
+    assert {"serial", "processes", "dask"} <= set(backend_names())
+
+
+# ---- the CLI ----------------------------------------------------------------------------------------------
+
+def test_check_with_jobs_prints_what_the_serial_check_prints(tmp_path):
+    folder = TRACES / "gpu-tp2-nccl"
+    serial = invoke("check", folder, "--format", "json", "--isolated")
+    parallel = invoke("check", folder, "--format", "json", "--isolated", "--jobs", "2")
+    auto = invoke("check", folder, "--format", "json", "--isolated", "-j", "auto")
+    assert serial.exit_code == parallel.exit_code == auto.exit_code == 1
+    assert serial.output == parallel.output == auto.output
+
+
+def test_a_bad_trace_under_jobs_is_one_line_and_exit_2(tmp_path):
+    run = _broken_run(tmp_path)
+    result = CliRunner().invoke(main, ["check", str(run), "--jobs", "2", "--isolated"])
+    assert result.exit_code == 2
+    assert result.output.strip() == f"kernlint: error: {run / 'aa-no-events.json'}: holds no trace events"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--jobs", "2", "--format", "html", "-o", "r.html"], "--format html draws its timelines"),
+    (["--backend", "nope"], "no parallel backend 'nope'"),
+    (["--scheduler", "tcp://127.0.0.1:9", "--backend", "processes"], "--scheduler connects to a cluster"),
+    (["--jobs", "-2"], "expected 0 (auto) or more"),
+    (["--jobs", "many"], "expected a number of worker processes or auto"),
+])
+def test_bad_parallel_options_are_one_line_and_exit_2(tmp_path, args, message):
+    result = CliRunner().invoke(main, ["check", str(TRACES / "gpu-tp2-nccl" / "fp8-tp-mlp"), "--isolated", *args])
+    assert result.exit_code == 2 and message in result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_baseline_record_with_jobs_writes_the_serial_baseline(tmp_path):
+    traces = sorted((TRACES / "gpu-baseline").glob("*.json.gz"))
+    for name, extra in (("serial.json", []), ("jobs.json", ["--jobs", "2"])):
+        result = invoke("baseline", "record", *traces, "-o", tmp_path / name, "--isolated", *extra)
+        assert result.exit_code == 0, result.output
+    serial, jobs = (json.loads((tmp_path / n).read_text()) for n in ("serial.json", "jobs.json"))
+    for data in (serial, jobs):
+        data.pop("created")
+        data.pop("refresh_command")
+    assert serial == jobs
+
+
+# ---- layers -----------------------------------------------------------------------------------------------
+
+def test_the_parallel_package_sits_below_report_and_the_cli():
+    """kernlint.parallel runs the map of the rules layer: it may import trace, baseline, rules, errors."""
+    for file in (REPO / "kernlint" / "parallel").glob("*.py"):
+        tree = ast.parse(file.read_text())
+        found = {n.module.split(".")[1] for n in ast.walk(tree)
+                 if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kernlint.")}
+        assert not found & {"report", "cli", "api", "pytest_plugin", "capture", "workloads", "audit"}, file
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print"]
+
+
+def test_a_summary_is_a_fraction_of_its_trace():
+    """An H200 rank trace's summary (identity, counts, each cross-rank rule's launch stream) pickles to a
+    fraction of the gzipped trace."""
+    src = sorted((TRACES / "gpu-tp2-nccl" / "fp8-tp-mlp").glob("*.json.gz"))[0]
+    (checked,) = check_paths([src], RULES, max_bytes=DEFAULT_MAX_TRACE_BYTES)
+    assert set(checked.summary.parts) == {r.id for r in RULES if r.cross_rank}
+    stream = checked.summary.parts["KL003"]
+    assert len(stream.keys) == len(stream.sites) == len(stream.ts) > 0
+    assert len(pickle.dumps(checked.summary)) < src.stat().st_size / 4
