@@ -39,7 +39,8 @@ lint: install
 	$(PY) -m ruff check kernlint tests bench scripts
 
 bench: install
-	$(PY) bench/bench_load.py
+	$(PY) bench/trace_speed/generate.py grow fixtures/traces/gpu-decode/large-decode-clean-range.pt.trace.json.gz --size 150MB --out /tmp/kernlint-bench/decode-150MB.pt.trace.json
+	$(PY) bench/trace_speed/run.py /tmp/kernlint-bench/decode-150MB.pt.trace.json
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

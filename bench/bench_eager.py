@@ -208,11 +208,11 @@ def gemm_table():
             results.append((t, cfg))
         results.sort()
         weight_bytes = n * k
-        print(f"N={n} K={k}: cuBLAS {cublas_graph:.2f} us ({weight_bytes / cublas_graph / 1e6:.0f} GB/s of weight); "
+        print(f"N={n} K={k}: cuBLAS {cublas_graph:.2f} us ({weight_bytes / cublas_graph / 1e6:.2f} TB/s of weight); "
               f"default config {default}")
         for t, cfg in results:
             mark = " <- default" if cfg == default else ""
-            print(f"  {str(cfg):22s} {t:8.2f} us  {weight_bytes / t / 1e6:6.0f} GB/s  x cuBLAS {t / cublas_graph:5.2f}"
+            print(f"  {str(cfg):22s} {t:8.2f} us  {weight_bytes / t / 1e6:6.2f} TB/s  x cuBLAS {t / cublas_graph:5.2f}"
                   f"{mark}")
         tri_eager = eager_us(lambda: block_scaled_mm_triton(x_q, x_s, w_q, w_s, torch.bfloat16))
         cublas_eager = eager_us(cublas, calls=100, reps=3)

@@ -64,11 +64,10 @@ def test_a_view_keeps_the_offending_kernel_its_anchor_and_the_flows():
 
 
 def test_repeated_findings_are_grouped_with_their_instances(tmp_path):
-    sys.path.insert(0, str(REPO / "bench"))
-    from bench_load import base_trace, replicate
+    sys.path.insert(0, str(REPO / "bench" / "trace_speed"))
+    from generate import grow
 
-    path = tmp_path / "big.json"
-    path.write_text(json.dumps(replicate(base_trace(), 30_000)))
+    path = grow(GPU / "block_regressed.pt.trace.json.gz", 0, tmp_path / "big.json", copies=49)  # 30K events
     table = load_trace(path)
     rules = [r for r in load_rules() if not r.needs_baseline]
     result = CheckResult(check_traces([table], rules), rules, 1)

@@ -58,7 +58,8 @@ def _open_json(path: Path):
     return gzip.open(path, "rb") if path.read_bytes()[:2] == b"\x1f\x8b" else open(path, "rb")
 
 
-def grow(src: Path, size: int, out: Path) -> Path:
+def grow(src: Path, size: int, out: Path, *, copies: int | None = None) -> Path:
+    """`src` repeated step by step to about `size` bytes of JSON (or exactly `copies` times) in `out`."""
     with _open_json(src) as f:
         trace = json.load(f)
     events = trace.pop("traceEvents")
@@ -71,7 +72,7 @@ def grow(src: Path, size: int, out: Path) -> Path:
                       if isinstance((e.get("args") or {}).get(k), int))
     lines = [json.dumps(e) for e in body]
     per_copy = sum(len(line) + 2 for line in lines)
-    copies = max(1, round(size / per_copy))
+    copies = copies or max(1, round(size / per_copy))
     opener = gzip.open if out.name.endswith(".gz") else open
     out.parent.mkdir(parents=True, exist_ok=True)
     with opener(out, "wt") as f:
