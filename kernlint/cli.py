@@ -659,7 +659,7 @@ _device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cp
 @click.option("--warmup", type=click.IntRange(0, 100), default=1, show_default=True,
               help="Steps run before the profiled one (compilation and caches warm up there).")
 @click.option("--nproc", type=click.IntRange(1, 64), default=None,
-              help="Run on N ranks under torchrun (NCCL on GPUs, gloo on the CPU); one trace a rank.")
+              help="Run on N ranks (NCCL on GPUs, gloo on the CPU); one trace a rank.")
 @_repeat_option
 @_check_options
 def run(target, device, out_dir, warmup, nproc, repeat, **params):
@@ -681,7 +681,7 @@ def run(target, device, out_dir, warmup, nproc, repeat, **params):
             from kernlint.capture.distributed import launch
 
             with _progress() as progress:
-                progress.add_task(f"profiling {workload.name} on {nproc} {dev} rank(s) under torchrun", total=None)
+                progress.add_task(f"profiling {workload.name} on {nproc} {dev} rank(s)", total=None)
                 traces = launch(target, nproc, dev, out_dir, workload.name, warmup=warmup, steps=repeat)
             return _run_check(traces, options, notes=[f"Traces: {traces[0].parent} ({nproc} ranks)"])
         if workload.distributed:

@@ -12,12 +12,14 @@ PKG = Path(__file__).resolve().parents[1] / "kernlint"
 # The top of the stack, beside the CLI: nothing below may import them.
 TOP = {"cli", "api", "pytest_plugin"}
 FORBIDDEN = {
-    "reference": {"workloads", "capture", "trace", "baseline", "rules", "report", "errors", "fileio"} | TOP,
-    "workloads": {"capture", "trace", "baseline", "rules", "report"} | TOP,
-    "capture": {"trace", "baseline", "rules", "report"} | TOP,
-    "trace": {"rules", "report", "capture", "workloads", "baseline"} | TOP,
-    "baseline": {"rules", "report", "capture", "workloads"} | TOP,
-    "rules": {"report"} | TOP,
+    "reference": {"workloads", "capture", "trace", "baseline", "rules", "parallel", "report", "errors", "fileio"}
+    | TOP,
+    "workloads": {"capture", "trace", "baseline", "rules", "parallel", "report"} | TOP,
+    "capture": {"trace", "baseline", "rules", "parallel", "report"} | TOP,
+    "trace": {"rules", "parallel", "report", "capture", "workloads", "baseline"} | TOP,
+    "baseline": {"rules", "parallel", "report", "capture", "workloads"} | TOP,
+    "rules": {"parallel", "report"} | TOP,
+    "parallel": {"report"} | TOP,   # map/reduce of loading and checking: above rules, below the renderers
     "report": TOP,
 }
 # `from kernlint import check` imports kernlint.api (the package exports the API lazily).

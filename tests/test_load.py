@@ -80,6 +80,10 @@ def test_tensorboard_layout_folder_is_searched_recursively(tmp_path):
     (b'{"a": 1}', "no traceEvents list"),
     (b'{"traceEvents": 5}', "unexpected trace schema"),
     (b'{"traceEvents": [{"args": 3}]}', "unexpected trace schema"),
+    (b'[{"ph": "X"}, {"args": 3}]', "unexpected trace schema: Expected `object | null`, got `int` - at `$[1].args`"),
+    (b'{"traceEvents": [' + b'{"ph": "X"}, ' * 9000 + b'{"args": 3}]}', "at `$.traceEvents[9000].args`"),
+    (b"[", "not valid JSON"),                 # the array form, cut short: a trace error, not a crash
+    (b'[{"ph": "X", "name": "a"', "not valid JSON"),
     (gzip.compress(b"{broken")[:-6], "not a valid gzip file"),
 ])
 def test_bad_trace_files_raise_one_clear_error(tmp_path, content, problem):

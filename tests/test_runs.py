@@ -2,11 +2,11 @@
 `kernlint run` writing every invocation into a run folder of its own."""
 from __future__ import annotations
 
+import functools
 import gzip
 import importlib.util
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -387,35 +387,60 @@ def test_a_new_run_folder_is_never_shared(tmp_path, monkeypatch):
     assert sorted(p.name for p in (tmp_path / "w").iterdir()) == [first.name, second.name]
 
 
+class _FakeRank:
+    """Stands in for one rank process (subprocess.Popen): does its work at once and has exited with `code`."""
+
+    def __init__(self, cmd, *, env, stdout, work, **_kwargs):
+        self.returncode = work(cmd, int(env["RANK"]), stdout)
+
+    def poll(self):
+        return self.returncode
+
+    def wait(self, timeout=None):
+        return self.returncode
+
+    def terminate(self):
+        pass
+
+    kill = terminate
+
+
 def test_each_distributed_launch_gets_a_run_folder_of_its_own(tmp_path, monkeypatch):
     """launch() makes the folder and hands it to every rank (--kl-run-dir); the ranks (faked here by copying
-    a recorded two-rank run) write into it."""
+    a recorded two-rank run, one trace a rank) write into it."""
     recorded = sorted((CPU_RUNS / "two-invocations").glob("*.pt.trace.json.gz"))
     pairs = iter([recorded[:2], recorded[2:]])
     seen = []
 
-    def fake_run(cmd, **kwargs):
+    def work(cmd, rank, _log):
         run_dir = Path(cmd[cmd.index("--kl-run-dir") + 1])
-        seen.append(run_dir)
-        assert run_dir.is_dir() and not any(run_dir.iterdir())
-        for src in next(pairs):
-            shutil.copy(src, run_dir / src.name)
-        return subprocess.CompletedProcess(cmd, 0, "", "")
+        if rank == 0:
+            seen.append((run_dir, next(pairs)))
+            assert run_dir.is_dir() and not any(run_dir.iterdir())
+        src = seen[-1][1][rank]
+        shutil.copy(src, run_dir / src.name)
+        return 0
 
-    monkeypatch.setattr(distributed_module.subprocess, "run", fake_run)
+    monkeypatch.setattr(distributed_module.subprocess, "Popen", functools.partial(_FakeRank, work=work))
     first = distributed_module.launch("fp8-tp-mlp", 2, "cpu", tmp_path, "fp8-tp-mlp")
     second = distributed_module.launch("fp8-tp-mlp", 2, "cpu", tmp_path, "fp8-tp-mlp")
-    assert len(first) == len(second) == 2 and seen[0] != seen[1]
-    assert {p.parent for p in first} == {seen[0]} and {p.parent for p in second} == {seen[1]}
+    dirs = [d for d, _ in seen]
+    assert len(first) == len(second) == 2 and dirs[0] != dirs[1]
+    assert {p.parent for p in first} == {dirs[0]} and {p.parent for p in second} == {dirs[1]}
     grouping = group_runs(_load_folder(tmp_path / "fp8-tp-mlp"))
     assert grouping.unmatched == []
-    assert [g.label for g in grouping.groups] == [f"{seen[0]} ProfilerStep#1 (ranks 0, 1 of 2)",
-                                                  f"{seen[1]} ProfilerStep#1 (ranks 0, 1 of 2)"]
+    assert [g.label for g in grouping.groups] == [f"{dirs[0]} ProfilerStep#1 (ranks 0, 1 of 2)",
+                                                  f"{dirs[1]} ProfilerStep#1 (ranks 0, 1 of 2)"]
 
 
 def test_a_failed_launch_leaves_no_empty_run_folder(tmp_path, monkeypatch):
-    monkeypatch.setattr(distributed_module.subprocess, "run",
-                        lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1, "", "kernlint-rank-error: rank 1: boom"))
+    def work(_cmd, rank, log):
+        if rank == 1:
+            log.write(b"kernlint-rank-error: rank 1: boom\n")
+            return 1
+        return 0
+
+    monkeypatch.setattr(distributed_module.subprocess, "Popen", functools.partial(_FakeRank, work=work))
     with pytest.raises(Exception, match="boom"):
         distributed_module.launch("fp8-tp-mlp", 2, "cpu", tmp_path, "fp8-tp-mlp")
     assert list((tmp_path / "fp8-tp-mlp").iterdir()) == []

@@ -194,8 +194,9 @@ _get_name, _get_cat, _get_ts, _get_dur, _get_pid, _get_tid, _get_args, _get_ph =
     operator.attrgetter(f) for f in ("name", "cat", "ts", "dur", "pid", "tid", "args", "ph"))
 
 
-def decode_events(raw_events: list, path) -> RawColumns:
-    """Decode `raw_events` (msgspec.Raw, one per event) chunk by chunk into RawColumns."""
+def decode_events(raw_events: list, path, events_at: str = "$.traceEvents") -> RawColumns:
+    """Decode `raw_events` (msgspec.Raw, one per event) chunk by chunk into RawColumns. `events_at` says
+    where the events are in the file, for error messages."""
     out = RawColumns(len(raw_events))
     arg_rows: list[np.ndarray] = []
     arg_lengths: list[np.ndarray] = []
@@ -205,7 +206,7 @@ def decode_events(raw_events: list, path) -> RawColumns:
         try:
             events = _chunk_decoder.decode(b"[" + b",".join(part) + b"]")
         except msgspec.ValidationError as exc:
-            message = _AT_INDEX.sub(lambda m, first=start: f"$.traceEvents[{first + int(m.group(1))}]", str(exc))
+            message = _AT_INDEX.sub(lambda m, first=start: f"{events_at}[{first + int(m.group(1))}]", str(exc))
             raise TraceError(path, f"unexpected trace schema: {message}") from None
         except msgspec.DecodeError as exc:   # the top level was valid JSON: an event cannot be invalid
             raise TraceError(path, f"not valid JSON: {exc}") from None

@@ -447,18 +447,24 @@ def _decode(data: bytes | bytearray, path: Path) -> RawTrace:
         message = str(exc)
         if message.startswith("Expected `object`, got `array`"):
             try:  # the Chrome "JSON array" form: a bare list of events
-                return RawTrace(trace_events=_array_decoder.decode(data))
+                return RawTrace(trace_events=_array_decoder.decode(data), events_at="$")
             except msgspec.ValidationError as inner:
                 raise TraceError(path, f"unexpected trace schema: {inner}") from None
+            except msgspec.DecodeError as inner:   # an array that is not valid JSON: `[` alone, cut short
+                return _not_json(data, path, inner)
         if "missing required field `traceEvents`" in message:
             raise TraceError(path, "not a torch.profiler trace: no traceEvents list") from None
         raise TraceError(path, f"unexpected trace schema: {message}") from None
     except msgspec.DecodeError as exc:
-        if b"N/A" in data:  # some kineto versions wrote a bare N/A value; quote it and try once more
-            repaired = _quote_bare_na(data)
-            if repaired != data:
-                return _decode(repaired, path)
-        raise TraceError(path, f"not valid JSON: {exc}") from None
+        return _not_json(data, path, exc)
+
+
+def _not_json(data: bytes | bytearray, path: Path, exc: msgspec.DecodeError) -> RawTrace:
+    if b"N/A" in data:  # some kineto versions wrote a bare N/A value; quote it and try once more
+        repaired = _quote_bare_na(data)
+        if repaired != data:
+            return _decode(repaired, path)
+    raise TraceError(path, f"not valid JSON: {exc}") from None
 
 
 def load_trace(path: str | Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> EventTable:

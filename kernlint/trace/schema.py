@@ -93,6 +93,9 @@ class RawTrace(msgspec.Struct, rename={"trace_events": "traceEvents"}):
     hostname: Any = None
     trace_id: Any = None
     kernlint: Any = None  # run metadata that `kernlint run` writes into its own traces
+    # Where the events are, for error messages: set by the loader ("$" for the bare-array form). Named so that
+    # no writer's key lands here.
+    events_at: Any = msgspec.field(default="$.traceEvents", name="kernlint:events-at")
 
 
 _raw_list = msgspec.json.Decoder(list | None)

@@ -34,6 +34,7 @@ merged into it.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -80,7 +81,9 @@ class ScopeIndex:
     """Precomputed per-thread arrays so that scope queries are searchsorted lookups."""
 
     def __init__(self, table: EventTable):
-        self.table = table
+        # A weak reference: the table keeps its index (table.derived), and a strong one back would make a
+        # cycle that only the cyclic collector frees, so that checked tables outlive their use.
+        self._table = weakref.ref(table)
         f = table.frame
         self.frame = f
         self.kind = f["kind"].to_numpy().astype(object)
@@ -125,6 +128,13 @@ class ScopeIndex:
         self._units_cache: dict[tuple[int, int, int], list[Scope]] = {}
         self.frame_col = f["frame"].to_numpy()
         self._profiler_frames: dict[int, bool] = {}
+
+    @property
+    def table(self) -> EventTable:
+        table = self._table()
+        if table is None:
+            raise ReferenceError("the event table of this ScopeIndex is gone: keep the table while using its index")
+        return table
 
     @classmethod
     def of(cls, table: EventTable) -> ScopeIndex:

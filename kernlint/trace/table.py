@@ -162,7 +162,7 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
 
     A trace with no events besides metadata raises TraceError. Events whose essential fields are unusable
     are kept, flagged in the `damage` column and left out of what they would make wrong (nesting, links)."""
-    cols = decode_events(raw.trace_events, path)
+    cols = decode_events(raw.trace_events, path, raw.events_at if isinstance(raw.events_at, str) else "$")
     meta = _meta(raw, path)
     raw.trace_events = []   # the events' raw JSON (and through it the file's bytes) is no longer needed
     if not cols.n:
