@@ -37,8 +37,9 @@ SNIFF_BYTES = 64 * 1024                 # how much of a file's (decompressed) he
 _GZIP_MAGIC = b"\x1f\x8b"
 
 # Decompressed JSON accepted by default: 2 GiB. Generous (kineto traces of a long serving profile reach a
-# few hundred MB; loading peaks at about 2x the JSON size in memory, bench/trace_speed), and a 4 GiB gzip bomb is refused after
-# inflating 2 GiB (about 2 s) while holding at most KEEP_WHILE_COUNTING (bench/gzip_bomb.py measures it).
+# few hundred MB; loading peaks at about 2x the JSON size in memory, bench/trace_speed), and a 4 GiB gzip
+# bomb is refused after inflating 2 GiB (about 2 s) while holding at most KEEP_WHILE_COUNTING
+# (bench/gzip_bomb.py measures it).
 DEFAULT_MAX_TRACE_BYTES = 2 * 1024 ** 3
 # A gzip trace's output is kept while it is at most this large; past it the first pass only counts.
 KEEP_WHILE_COUNTING = 256 * 1024 ** 2
