@@ -203,8 +203,11 @@ def decode_events(raw_events: list, path, events_at: str = "$.traceEvents") -> R
     blobs: list[bytes] = []
     for start in range(0, len(raw_events), CHUNK_EVENTS):
         part = raw_events[start:start + CHUNK_EVENTS]
+        # "[e0,e1,...]" in one copy: the brackets go onto the first and last event (small copies).
+        part[0] = b"[" + part[0]
+        part[-1] = bytes(part[-1]) + b"]"
         try:
-            events = _chunk_decoder.decode(b"[" + b",".join(part) + b"]")
+            events = _chunk_decoder.decode(b",".join(part))
         except msgspec.ValidationError as exc:
             message = _AT_INDEX.sub(lambda m, first=start: f"{events_at}[{first + int(m.group(1))}]", str(exc))
             raise TraceError(path, f"unexpected trace schema: {message}") from None
@@ -436,9 +439,10 @@ def _str_column(values: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 
-class _NoArgs:
-    external_id = correlation = addr = nbytes = device_type = None
-    device_id = device = stream = memcpy_bytes = python_id = python_parent_id = None
+class _NoArgs:   # an event without args: RawArgs' defaults
+    external_id = correlation = nbytes = device = python_id = python_parent_id = None
+    addr = memcpy_bytes = 0
+    device_type = device_id = stream = -1
     input_dims = input_types = concrete_inputs = input_strides = NO_RAW
 
 

@@ -50,13 +50,15 @@ class RawArgs(msgspec.Struct, rename=ARG_FIELDS, gc=False):   # gc=False: cheape
     input_types: msgspec.Raw = NO_RAW
     input_strides: msgspec.Raw = NO_RAW
     concrete_inputs: msgspec.Raw = NO_RAW
-    addr: Scalar = None
+    # Absent, these take the value the event table gives a missing one (null still means missing): a chunk
+    # of events then converts without a pass over None. Bytes and device fall back to the kernel's fields.
+    addr: Scalar = 0
     nbytes: Scalar = None
-    device_type: Scalar = None
-    device_id: Scalar = None
+    device_type: Scalar = -1
+    device_id: Scalar = -1
     device: Scalar = None
-    stream: Scalar = None
-    memcpy_bytes: Scalar = None
+    stream: Scalar = -1
+    memcpy_bytes: Scalar = 0
     python_id: Any = None
     python_parent_id: Any = None
 

@@ -122,6 +122,14 @@ class EventTable:
         return self._has_kind(("python",))
 
     def _has_kind(self, kinds) -> bool:
+        # Asked by every rule: answered once per frame (a frame put in its place is asked again).
+        key = ("has-kind", frozenset(kinds))
+        found = self.derived.get(key)
+        if found is None or found[0] is not self.frame:
+            found = self.derived[key] = (self.frame, self._count_kind(kinds))
+        return found[1]
+
+    def _count_kind(self, kinds) -> bool:
         column = self.frame["kind"]
         if isinstance(column.dtype, pd.CategoricalDtype):   # the codes: no string compare per row
             categories = list(column.cat.categories)

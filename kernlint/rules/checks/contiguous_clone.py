@@ -15,6 +15,7 @@ import numpy as np
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
 from kernlint.rules.checks.dead_fill import ITEMSIZE, contiguous_strides, numel, scoped_evidence
 from kernlint.rules.result import RuleOutcome, decided, not_applicable
+from kernlint.trace.rows import rows_matching
 
 
 class ContiguousClone(CheckSpec, tag="contiguous-clone"):
@@ -27,8 +28,8 @@ def run(rule, table, index):
         return found
     scopes, args = found
     wanted, info = [], {}
-    for r in np.flatnonzero(index.kind == "op").tolist():
-        if str(index.name[r]) != "aten::clone" or int(index.parent_op[r]) >= 0:
+    for r in rows_matching(index, ("op",), "^aten::clone$").tolist():
+        if int(index.parent_op[r]) >= 0:
             continue   # only the user's own clone, not one an op (contiguous, reshape...) runs inside
         a = args.get(r)
         src = a.tensor(0) if a else None

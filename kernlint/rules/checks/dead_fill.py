@@ -37,6 +37,7 @@ from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
 from kernlint.trace.names import named_pattern
 from kernlint.trace.patterns import compile_pattern
+from kernlint.trace.rows import rows_matching
 from kernlint.trace.scopes import Scope
 from kernlint.trace.table import OP_ARGS_KEY
 
@@ -255,10 +256,7 @@ def _fills(index) -> list[int]:
     """fill_/zero_ ops that no other op runs as part of its own implementation (factory ops aside)."""
     out = []
     names = index.name
-    for r in np.flatnonzero(index.kind == "op").tolist():
-        name = str(names[r])
-        if not _is(name, "dead-fill-fill-op"):
-            continue
+    for r in rows_matching(index, ("op",), named_pattern("dead-fill-fill-op")).tolist():
         p = int(index.parent_op[r])
         if p >= 0 and _is(str(names[p]), "dead-fill-fill-op"):
             continue   # zero_ -> fill_: the outer one counts

@@ -38,11 +38,12 @@ def validate(rule):
     return None
 
 
-def _owner_chain(index, row: int) -> list[int]:
+def _owner_chain(index, row: int, cache: dict | None = None) -> list[int]:
     """The units enclosing `row`, innermost first: modules and ranges, or Python frames where the trace has
     neither around it. Containers are left out. Events issued from the same range, module and frame share
-    the answer (cached on the index's table)."""
-    cache = index.table.derived.setdefault("launches_between_gemms_owners", {})
+    the answer (cached on the index's table, or in `cache`)."""
+    if cache is None:
+        cache = index.table.derived.setdefault("launches_between_gemms_owners", {})
     key = (int(index.annotation[row]), int(index.module[row]), int(index.user_frame[row]))
     found = cache.get(key)
     if found is None:
@@ -70,7 +71,8 @@ def _owner_rows(index, row: int) -> list[int]:
 def _events(index, level: str):
     """Per thread, in issue order: (row, is_gemm, gemm owner) of the events the check looks at."""
     if level == "kernel":
-        rows = np.flatnonzero(np.isin(index.kind, list(DEVICE_KINDS)) & (index.launcher >= 0))
+        rows = index.rows_of(DEVICE_KINDS)
+        rows = rows[index.launcher[rows] >= 0]
         key = index.launch_ts
     else:
         rows = np.flatnonzero((index.kind == "op") & (index.parent_op < 0) & index.does_work)
@@ -87,21 +89,24 @@ def run(rule, table, index):
     allowed = set(spec.device_categories if level == "kernel" else spec.op_categories)
     findings = []
     pairs = 0
+    chains = index.table.derived.setdefault("launches_between_gemms_owners", {})
+    category = index.category
     for rows in _events(index, level).values():
-        last_gemm, last_owner, between = -1, -1, []
+        last_gemm, last_owner, between, last_chain = -1, -1, [], []
         for r in rows:
-            if index.category[r] == "gemm":
+            if category[r] == "gemm":
                 owner = int(index.top_op[r]) if index.top_op[r] >= 0 else r
                 if last_gemm >= 0 and owner == last_owner:
                     continue        # a second kernel of the same matmul
+                chain = _owner_chain(index, r, chains)
                 if last_gemm >= 0:
-                    a, b = _owner_chain(index, last_gemm), _owner_chain(index, r)
+                    a, b = last_chain, chain
                     in_b = set(b)
                     common = next((u for u in a if u in in_b), -1)
                     if common >= 0:
                         pairs += 1
-                        own = [e for e in between if index.category[e] in allowed
-                               and next(iter(_owner_chain(index, e)), -1) == common]
+                        own = [e for e in between if category[e] in allowed
+                               and next(iter(_owner_chain(index, e, chains)), -1) == common]
                         if len(own) > spec.max:
                             scope = index.unit(common)
                             listed = ", ".join(str(index.short_name[e]) for e in own[:_LISTED])
@@ -111,7 +116,7 @@ def run(rule, table, index):
                                 rule, index, own[spec.max], scope,
                                 f"{len(own)} elementwise/copy launches between two GEMMs of {scope.label}, at "
                                 f"most {spec.max} allowed: {listed}", None))
-                last_gemm, last_owner, between = r, owner, []
+                last_gemm, last_owner, between, last_chain = r, owner, [], chain
             elif last_gemm >= 0:
                 between.append(r)
     if not pairs:

@@ -29,6 +29,7 @@ from kernlint.rules.checks.dead_fill import (
 )
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.patterns import PatternError, compile_pattern
+from kernlint.trace.rows import rows_matching
 
 
 class RedundantMaterialization(CheckSpec, tag="redundant-materialization"):
@@ -85,9 +86,9 @@ def run(rule, table, index):
     args = op_args(table)
     by_thread = ops_by_thread(index)
     findings, checked = [], 0
-    for r in np.flatnonzero(index.kind == "op").tolist():
+    for r in rows_matching(index, ("op",), c.producers).tolist():
         name = str(index.name[r])
-        if not regex.search(name) or not index.does_work[r]:
+        if not index.does_work[r]:
             continue
         p = int(index.parent_op[r])
         if p >= 0 and regex.search(str(index.name[p])):
