@@ -13,6 +13,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kernlint.reference._triton_gemm import grouped_tile
+
 FP8_E4M3_MAX = 448.0
 DEFAULT_EPS = 1e-10
 
@@ -27,15 +29,7 @@ def fp8_quant_gemm_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     GROUP_M: tl.constexpr,
 ):
-    # Grouped program order: GROUP_M row tiles share each W column tile while it is in L2.
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pids_per_group = GROUP_M * num_pid_n
-    first_m = (pid // pids_per_group) * GROUP_M
-    group_rows = tl.minimum(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % pids_per_group) % group_rows
-    pid_n = (pid % pids_per_group) // group_rows
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
