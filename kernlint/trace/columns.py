@@ -2,13 +2,14 @@
 
 The loader decodes the top level of a trace with each event kept as raw JSON (`msgspec.Raw`: a view of the
 file's bytes, no Python object per field). This module decodes those events CHUNK_EVENTS at a time into
-typed structs, turns each chunk into numpy columns and drops the structs before the next chunk: the
-structs of a whole trace (about twice the JSON in memory) never exist at once.
+typed structs and writes each chunk into columns made once for the whole trace, then drops the structs:
+the structs of a whole trace (about twice the JSON in memory) never exist at once.
 
 Text columns are held as codes into the distinct values (a kernel name, a category, a thread id is one
 Python string however many events carry it). Ids keep the exact-integer rules of kernlint.trace.table:
-the chunks stay int64 while every id fits, else the whole column falls back to exact Python ints.
-Damaged values are kept as they are and judged by the table builder, as before chunking.
+int64 while every id is a plain non-negative int, else the whole column falls back to exact Python values.
+Unusable values are parsed here exactly as the table documents them (NaN / -1 / "?" with a mask), and the
+table builder turns the masks into its damage flags.
 """
 from __future__ import annotations
 
