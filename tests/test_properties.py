@@ -10,6 +10,7 @@ Run longer with `KERNLINT_FUZZ_EXAMPLES=20000 pytest tests/test_properties.py` (
 from __future__ import annotations
 
 import copy
+import functools
 import gzip
 import json
 import os
@@ -22,6 +23,7 @@ from conftest import FIXTURES
 from kernlint.errors import TraceError
 from kernlint.rules.engine import check_traces
 from kernlint.rules.loader import load_rules
+from kernlint.trace import table as table_module
 from kernlint.trace.load import load_trace
 
 EXAMPLES = int(os.environ.get("KERNLINT_FUZZ_EXAMPLES", "60"))
@@ -29,6 +31,7 @@ PROFILE = settings(max_examples=EXAMPLES, deadline=None, derandomize=os.environ.
                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 RULES = load_rules()
 KL001 = [r for r in RULES if r.id == "KL001"]
+_NEST = table_module._nest_host_events
 REGRESSED = json.loads(gzip.decompress((FIXTURES / "traces" / "gpu" / "placeholder_new_ones.pt.trace.json.gz")
                                        .read_bytes()))
 
@@ -153,3 +156,30 @@ def _changes(damaged) -> list:
         gone = [e for e in before if e not in after]
         return [("removed", e) for e in gone]
     return [(a, b) for a, b in zip(before, after) if a != b]
+
+
+host_event = st.fixed_dictionaries({
+    "ph": st.just("X"),
+    "cat": st.sampled_from(["cpu_op", "user_annotation", "python_function", "cuda_runtime", "cpu_instant_event"]),
+    "name": st.sampled_from(["aten::mm", "aten::fill_", "fwd", "nn.Module: Linear_0", "model.py(3): forward",
+                             "torch/nn/modules/module.py(1): _call_impl", "cudaLaunchKernel", "[memory]"]),
+    "pid": st.just(1), "tid": st.integers(1, 2),
+    "ts": st.integers(0, 30).map(float), "dur": st.sampled_from([0.0, 0.5, 1.0, 3.0, 7.0, 20.0, 1e-9]),
+})
+
+
+@PROFILE
+@given(events=st.lists(host_event, min_size=1, max_size=60))
+def test_nesting_by_counting_matches_the_stack_walk(tmp_path_factory, events):
+    """Intervals drawn on a small grid (nested, disjoint, partly overlapping, equal, zero-length): the
+    counting path (or its fallback where a kind does not nest properly) gives what the walk gives."""
+    path = _write(tmp_path_factory.mktemp("nest"), {"traceEvents": events})
+    frames = []
+    try:
+        for vectorized in (True, False):
+            table_module._nest_host_events = functools.partial(_NEST, vectorized=vectorized)
+            frames.append(load_trace(path).frame)
+    finally:
+        table_module._nest_host_events = _NEST
+    columns = ["op", "parent_op", "top_op", "annotation", "module", "frame", "user_frame", "library_frame"]
+    assert frames[0][columns].equals(frames[1][columns])
