@@ -29,7 +29,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-import msgspec
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
@@ -38,24 +37,12 @@ from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
 from kernlint.trace.names import named_pattern
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.rows import rows_matching
+from kernlint.trace.schema import raw_list
 from kernlint.trace.scopes import Scope
 from kernlint.trace.table import OP_ARGS_KEY
 
 # ---------------------------------------------------------------------------------------------------------
 # Op arguments, as the loader kept them (raw JSON of Input Dims, Input type, Concrete Inputs, Input Strides).
-
-_decode_list = msgspec.json.Decoder(list | None)
-
-
-def _raw(value: bytes) -> list:
-    if not len(value):
-        return []
-    try:
-        out = _decode_list.decode(value)
-    except msgspec.DecodeError:
-        return []
-    return out if isinstance(out, list) else []
-
 
 @dataclass(frozen=True)
 class OpArgs:
@@ -93,7 +80,7 @@ class OpArgsMap(Mapping):
             if fields is None:
                 raise KeyError(row)
             dims, types, concrete, strides = fields
-            found = self._decoded[row] = OpArgs(_raw(dims), _raw(types), _raw(concrete), _raw(strides))
+            found = self._decoded[row] = OpArgs(raw_list(dims), raw_list(types), raw_list(concrete), raw_list(strides))
         return found
 
     def get(self, row, default=None):
@@ -115,7 +102,7 @@ class OpArgsMap(Mapping):
         """Whether any op recorded a non-empty Input Strides list (decoding only the candidates)."""
         o = self._store.offsets
         for i in np.flatnonzero(o[:, 4] - o[:, 3] > 2).tolist():
-            if _raw(self._store.field(i, 3)):
+            if raw_list(self._store.field(i, 3)):
                 return True
         return False
 
