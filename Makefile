@@ -11,7 +11,8 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 
 .PHONY: audit test install install-dev lint bench clean
 
-$(VENV)/.installed: pyproject.toml
+# The venv itself, with torch: the system python's (GPU image) or the pinned CPU build.
+$(VENV)/.venv:
 	@if $(PYTHON) -c "import torch" >/dev/null 2>&1; then \
 	  echo "kernlint: creating $(VENV) (using the torch that $(PYTHON) already has)"; \
 	  $(PYTHON) -m venv --system-site-packages $(VENV); \
@@ -20,25 +21,37 @@ $(VENV)/.installed: pyproject.toml
 	  echo "kernlint: installing $(TORCH_PIN) (CPU build)" && \
 	  $(PIP) install "$(TORCH_PIN)"; \
 	fi
-	@echo "kernlint: installing kernlint and its dependencies (editable, with the dev extras)"
-	$(PIP) install -e ".[dev]"
+	@touch $@
+
+# `make audit` needs kernlint with the capture extra; `make test` the dev extras too (which include it).
+$(VENV)/.installed: pyproject.toml $(VENV)/.venv
+	@echo "kernlint: installing kernlint with the capture extra (editable)"
+	$(PIP) install -e ".[capture]"
 	@touch $@
 	@echo "kernlint: $(VENV) is ready"
 
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.venv
+	@echo "kernlint: installing kernlint and its dependencies (editable, with the dev extras)"
+	$(PIP) install -e ".[dev]"
+	@touch $@ $(VENV)/.installed
+	@echo "kernlint: $(VENV) is ready (dev)"
+
 install: $(VENV)/.installed
+
+install-dev: $(VENV)/.installed-dev
 
 audit: install
 	$(VENV)/bin/kernlint audit
 
 # The HTML report tests drive a headless chromium: installed first (apt-get) when it is missing.
-test: install
+test: install-dev
 	bash scripts/install_browser.sh
 	$(PY) -m pytest -q
 
-lint: install
+lint: install-dev
 	$(PY) -m ruff check kernlint tests bench scripts
 
-bench: install
+bench: install-dev
 	$(PY) bench/trace_speed/generate.py grow fixtures/traces/gpu-decode/large-decode-clean-range.pt.trace.json.gz --size 150MB --out /tmp/kernlint-bench/decode-150MB.pt.trace.json
 	$(PY) bench/trace_speed/run.py /tmp/kernlint-bench/decode-150MB.pt.trace.json
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from kernlint.errors import ConfigError, RuleFileError
+from kernlint.extras import require_capture
 from kernlint.report.model import CheckResult, clean_finding, sorted_findings
 from kernlint.report.safe import printable
 from kernlint.rules.result import STATUS_FAILED, Finding, exit_status
@@ -386,6 +387,7 @@ class ProfiledBlock:
         return [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
 
     def __enter__(self) -> ProfiledBlock:
+        require_capture("kernlint.profiling()")
         from torch.profiler import profile
 
         from kernlint.capture.profiler import profiling_quietly

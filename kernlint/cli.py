@@ -36,6 +36,7 @@ from rich.console import Console
 from kernlint import __version__
 from kernlint.config import SELECTION_KEYS, Config, described, param_name, parse_size, resolve_config
 from kernlint.errors import ConfigError, KernlintError
+from kernlint.extras import require_capture
 from kernlint.fileio import write_text_atomically
 from kernlint.report.safe import printable
 
@@ -672,6 +673,7 @@ def run(target, device, out_dir, warmup, nproc, repeat, **params):
     debug = options.debug
 
     def body() -> int:
+        require_capture("kernlint run")
         from kernlint.capture.runner import capture
         from kernlint.workloads import known_workloads, resolve_device, resolve_target
 
@@ -745,14 +747,15 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
     regressed ones are caught) and, with --baseline, no baseline rule fails; 1 otherwise.
     """
     def body() -> int:
-        from kernlint.audit import audit_workloads, run_audit
         from kernlint.report import audit_renderer, replay_renderer
         from kernlint.rules.loader import load_rules
 
+        if not replay:   # replaying recorded traces needs no torch; profiling does
+            require_capture("kernlint audit")
         rules = load_rules()
         if replay:
+            from kernlint.checkout import CHECKOUT_FIXTURES
             from kernlint.rules.cases import audit_recorded_cases
-            from kernlint.workloads import CHECKOUT_FIXTURES
 
             folder = fixtures or CHECKOUT_FIXTURES
             if not (folder / "cases").is_dir():
@@ -763,6 +766,7 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
                                                     "replay")
             _emit(replay_renderer(fmt)(result), output)
             return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
+        from kernlint.audit import audit_workloads, run_audit
         from kernlint.workloads import resolve_device
 
         dev = resolve_device(device)
@@ -818,6 +822,7 @@ def baseline_record(traces, workload_names, repeat, device, out_dir, output, max
         if bool(traces) == bool(workload_names):
             raise ConfigError(None, "baseline record takes traces or --workload NAME, one of the two")
         if workload_names:
+            require_capture("kernlint baseline record --workload")
             from kernlint.audit import audit_workloads, record_workloads
             from kernlint.baseline.environment import environment_of
             from kernlint.capture.metadata import collect_run_metadata

@@ -34,5 +34,10 @@ class ConfigError(KernlintError):
     """A bad command-line value or option combination (selection, output path, baseline)."""
 
 
+class MissingExtraError(KernlintError):
+    """A command or API call that needs an optional dependency (an extra, e.g. torch for capturing) that is
+    not installed. Its line names the extra to install."""
+
+
 class BaselineError(KernlintError):
     """A baseline file that cannot be read, is not a kernlint baseline, or has another schema version."""

@@ -31,7 +31,7 @@ def _names(paths, root: Path) -> list[str]:
 
 def test_the_external_folder_yields_every_real_trace_and_not_its_readme():
     found = discover_traces([EXTERNAL])
-    assert len(EXTERNAL_TRACES) == 11
+    assert len(EXTERNAL_TRACES) == 13
     assert _names(found.files, EXTERNAL) == EXTERNAL_TRACES
     assert found.skipped == [] and found.ignored_count == 1  # README.md: not a .json / .json.gz file
     # Names tensorboard_trace_handler never writes are found too.

@@ -383,6 +383,37 @@ def test_a_module_frame_moved_away_from_its_children_is_counted(tmp_path, field,
     assert any("outside the frame their Python parent id names" in line for line in damage.host_summary())
 
 
+def _frames_by_id(data) -> dict:
+    return {e["args"]["Python id"]: e for e in _events(data, "python_function")}
+
+
+def test_frames_whose_parent_lies_outside_the_trace_are_an_edge_not_damage(tmp_path):
+    """A segment cut from a longer run (TraceLens's vLLM trace) keeps frames whose parent was cut away: the
+    outermost frame removed, its children are top-level and their parent id is carried by no event."""
+    data = _regressed()
+    frames = _frames_by_id(data)
+    outermost = [e for e in frames.values() if e["args"].get("Python parent id") not in frames]
+    assert outermost
+    for e in outermost:
+        data["traceEvents"].remove(e)
+    children = [e for e in _events(data, "python_function") if e["args"].get("Python parent id") in
+                {o["args"]["Python id"] for o in outermost}]
+    assert children, "the removed frames had children left in the trace"
+    assert trace_damage(load_trace(_write(tmp_path, data))).summary() == []
+
+
+def test_a_frame_missing_from_inside_the_tree_is_damage(tmp_path):
+    """A frame removed from the middle of the tree leaves children that a frame of the trace still holds:
+    their parent is not outside the window, it is lost."""
+    data = _regressed()
+    frames = _frames_by_id(data)
+    middle = next(e for e in frames.values() if e["args"].get("Python parent id") in frames
+                  and any(c["args"].get("Python parent id") == e["args"]["Python id"] for c in frames.values()))
+    data["traceEvents"].remove(middle)
+    damage = trace_damage(load_trace(_write(tmp_path, data)))
+    assert len(damage.misplaced_frames) >= 1
+
+
 @pytest.mark.parametrize("field, value", [("ts", 0.5), ("pid", 4242)])
 def test_a_launch_moved_out_of_its_op_is_counted(tmp_path, field, value):
     data = _regressed()

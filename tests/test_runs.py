@@ -172,7 +172,7 @@ def test_external_traces_time_bases():
         "amd_trace": "base+ts", "cpu_only": "base+ts", "triton_example": "base+ts",
         "critical_path": "epoch-us", "cupti_profiler": "epoch-us", "ns_resolution_trace": "epoch-us",
         "with_gpu_user_annotation": "epoch-us", "resnet50_num_workers_0": "epoch-us",
-        "trace_filter_2rank": "epoch-us", "large_integer_trace": None}
+        "trace_filter_2rank": "epoch-us", "large_integer_trace": None, "vllm_piecewise": "base+ts"}
     cpu_only = run_identity(load_trace(EXTERNAL / "hta__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"))
     # 2024-07-15 17:52:39 UTC; the file name says Jul 15 10:52:41 (Pacific time)
     assert 1_721_065_959 <= cpu_only.start_ns / 1e9 < 1_721_065_961

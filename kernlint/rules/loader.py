@@ -6,6 +6,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import msgspec
@@ -31,20 +32,29 @@ _AT_PATH = re.compile(r"at `\$((?:\.[\w-]+|\[\d+\])*)`")
 _TOML_LINE = re.compile(r"at line (\d+)")
 
 
-def builtin_rules_dir() -> Path:
-    """The shipped rules: the source checkout's rules/ folder, or the installed package data."""
-    checkout = Path(__file__).resolve().parents[2] / "rules"
-    if checkout.is_dir() and any(checkout.glob("KL*.toml")):
-        return checkout
-    return Path(str(importlib.resources.files("kernlint.builtin_rules")))
+# The shipped rule files and the rule-language reference are package data, read through importlib.resources
+# (never through str() of a resource path), so they load from a wheel, an sdist build, an editable install and
+# a zip import alike.
+BUILTIN_RULES_PACKAGE = "kernlint.builtin_rules"
+DOCS_PACKAGE = "kernlint.docs"
+
+
+def builtin_rule_files() -> list[Traversable]:
+    """The shipped rule files (KL*.toml of the installed `kernlint.builtin_rules` package), sorted by name."""
+    try:
+        root = importlib.resources.files(BUILTIN_RULES_PACKAGE)
+        found = sorted((e for e in root.iterdir() if e.name.endswith(".toml") and e.is_file()), key=lambda e: e.name)
+    except (ModuleNotFoundError, OSError) as exc:
+        raise RuleFileError(BUILTIN_RULES_PACKAGE, f"the shipped rules cannot be read ({exc}); reinstall kernlint") \
+            from None
+    if not found:
+        raise RuleFileError(str(root), "the shipped rules are missing from the installed package; reinstall kernlint")
+    return found
 
 
 def rule_language_reference() -> str:
-    """docs/rule-language.md: from the source checkout, or the installed package data."""
-    checkout = Path(__file__).resolve().parents[2] / "docs" / "rule-language.md"
-    if checkout.is_file():
-        return checkout.read_text(encoding="utf-8")
-    return importlib.resources.files("kernlint.docs").joinpath("rule-language.md").read_text(encoding="utf-8")
+    """docs/rule-language.md, from the installed package data."""
+    return importlib.resources.files(DOCS_PACKAGE).joinpath("rule-language.md").read_text(encoding="utf-8")
 
 
 def _line_of(text: str, dotted: list[str]) -> int | None:
@@ -114,11 +124,12 @@ def _expand_named_patterns(data: dict, path: Path, text: str) -> None:
         section[key] = expanded if isinstance(value, list) else expanded[0]
 
 
-def parse_rule_file(path: Path) -> Rule:
+def parse_rule_file(path: Path | Traversable) -> Rule:
+    """One rule file: a path, or a Traversable of the installed package data (named by its str())."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise RuleFileError(path, f"cannot read rule file: {exc}") from None
+        raise RuleFileError(str(path), f"cannot read rule file: {exc}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -224,13 +235,13 @@ def rule_files(paths: Iterable[str | Path]) -> list[Path]:
 def load_rules(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> list[Rule]:
     """Shipped rules (unless builtin=False) plus user files/folders. An id loaded twice is an error, named
     with the file and line of the second."""
-    paths = ([builtin_rules_dir()] if builtin else []) + list(extra)
+    files: list[Path | Traversable] = (builtin_rule_files() if builtin else []) + rule_files(extra)
     rules: dict[str, Rule] = {}
-    for file in rule_files(paths):
+    for file in files:
         rule = parse_rule_file(file)
         if rule.id in rules:
-            raise RuleFileError(file, f"rule id {rule.id} is already defined in {rules[rule.id].path}; give this "
-                                      "rule an id of its own (your own prefix, e.g. ACME001)",
+            raise RuleFileError(str(file), f"rule id {rule.id} is already defined in {rules[rule.id].path}; give "
+                                           "this rule an id of its own (your own prefix, e.g. ACME001)",
                                 _line_of(file.read_text(encoding="utf-8"), ["id"]))
         rules[rule.id] = rule
     return sorted(rules.values(), key=lambda r: r.id)

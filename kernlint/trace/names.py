@@ -43,8 +43,13 @@ KERNEL_CATEGORY_TABLE: tuple[tuple[str, str], ...] = (
     (r"^Memcpy DtoD", "memcpy_dtod"),
     (r"^Memcpy", "memcpy_other"),
     (r"^Memset", "memset"),
-    # torch's FillFunctor, masked_fill, zero_.
-    (r"FillFunctor|fill_kernel|zero_kernel", "fill"),
+    # torch's FillFunctor, masked_fill, zero_; triton_kernels' MoE routing memset (vLLM on ROCm).
+    (r"FillFunctor|fill_kernel|zero_kernel|routing_memset", "fill"),
+    # Inductor's generated Triton kernels say what they are in their prefix: pointwise, reduction,
+    # persistent reduction, template (matmul / conv).
+    (r"^triton_poi_", "elementwise"),
+    (r"^triton_(?:red|per)_", "reduce"),
+    (r"^triton_tem_", "gemm"),
     # NCCL / RCCL, NVSHMEM, vLLM's and TensorRT-LLM's custom all-reduce.
     (r"nccl|rccl|nvshmem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device|one_shot_|two_shot_",
      "comm"),
@@ -61,11 +66,11 @@ KERNEL_CATEGORY_TABLE: tuple[tuple[str, str], ...] = (
     (r"float8_copy|bfloat16_copy|float16_copy|to_fp8|fp8_convert|dequant|hfp8_to_float|FP8rowwise_to_float"
      r"|fp8_to_float", "cast"),
     # Copies, concatenation, indexing, gather / scatter, layout changes (cuDNN's nchw <-> nhwc), fbgemm's sparse
-    # permutes, repeat_interleave (compute_cuda_kernel).
+    # permutes, repeat_interleave (compute_cuda_kernel), vLLM's paged KV-cache writes (reshape_and_cache*).
     (r"direct_copy_kernel|copy_kernel|[A-Za-z]*CopyFunctor|copy_device_to_device|cat_batched|CatArrayBatched"
      r"|index_copy|index_kernel|index_put|indexSelect|index_select|indexFunc|linearize_index|gather(?!TopK)"
-     r"|scatter|nchwToNhwc|nhwcToNchw|permute_2D|permute_1D|permute_indices|compute_cuda_kernel(?![A-Za-z])",
-     "copy"),
+     r"|scatter|nchwToNhwc|nhwcToNchw|permute_2D|permute_1D|permute_indices|compute_cuda_kernel(?![A-Za-z])"
+     r"|reshape_and_cache", "copy"),
     # GEMM, GEMV and convolution: cuBLAS / cuBLASLt (sgemm, h884gemm, s1688gemm, gemv2T, nvjet, xmma,
     # splitKreduce), CUTLASS, DeepGEMM, Triton matmuls, ROCm Tensile / hipBLASLt (Cijk_...) and rocBLAS, cuDNN
     # convolutions (scudnn, winograd, implicit_convolve_sgemm, fft2d, wgrad / dgrad engines, im2col).
@@ -75,8 +80,10 @@ KERNEL_CATEGORY_TABLE: tuple[tuple[str, str], ...] = (
     # Reductions, norms (layer / RMS / batch norm, cuDNN's bn_fw / bn_bw), softmax, pooling, NLL loss, and cub's
     # scans, sorts, selections and reduce-by-key (DeviceScan*, DeviceRadixSort*, DeviceReduceByKey...) with
     # torch's helpers of sort and nonzero (fill_reverse_indices_kernel, fill_index_and_segment_kernel,
-    # write_indices).
-    (r"reduce_kernel|Reduce|reduction|softmax|SoftMax|[Ll]ayer_?[Nn]orm|rms_?norm|RMSNorm|norm_kernel|GammaBeta"
+    # write_indices), CK's Rmsnorm2dFwd, triton_kernels' MoE routing (a histogram and scan of the top-k experts:
+    # _combined_routing_compute, _sum_bitmatrix_rows).
+    (r"reduce_kernel|Reduce|reduction|softmax|SoftMax|[Ll]ayer_?[Nn]orm|rms_?norm|RMSNorm|Rmsnorm|norm_kernel"
+     r"|GammaBeta|routing_compute|bitmatrix"
      r"|RowwiseMoments|bn_fw|bn_bw|batch_norm|BatchNorm|argmax|argmin|topk|TopK|gatherTopK|cumsum|cumprod|scan"
      r"|Device(?:Segmented)?(?:Reduce|Scan|RadixSort|MergeSort|Sort|Select|Compact|Rle|Histogram)"
      r"|(?:bitonic|radix|merge)?[Ss]ort|fill_reverse_indices|fill_index_and_segment|write_indices"

@@ -514,8 +514,31 @@ def _check_frame_tree(frame: pd.DataFrame, python_ids, parent_ids) -> None:
         slack = 1e-3 + 4 * np.spacing(np.maximum(np.abs(end[p]), np.abs(end[child])))
         inside = (ts[p] <= ts[child] + slack) & (end[child] <= end[p] + slack)
     ok = has & (thread[p] == thread[child]) & inside
+    # A parent outside the trace is an edge, not damage: a top-level frame (no frame of the trace holds it)
+    # whose parent id no event of the trace carries started under a frame that began before the window, or
+    # that was cut away with the rest of the run (TraceLens's vLLM segment). A parent id that another event
+    # carries (a frame re-categorised) or a frame that some frame does hold stays damage.
+    orphan = np.flatnonzero(~has & (frame["frame"].to_numpy()[child] < 0))
+    if len(orphan):
+        missing = [_parent_id_value(parent_ids, r) for r in child[orphan].tolist()]
+        carried = _carried_ids(python_ids)
+        ok[orphan] = [m is not None and m not in carried for m in missing]
     damage[child[judged & ~ok]] |= FRAME_OUTSIDE_PARENT
     frame["damage"] = damage
+
+
+def _parent_id_value(parent_ids, row: int) -> int | None:
+    value = parent_ids[row]
+    if isinstance(parent_ids, list):
+        return value
+    return int(value) if value >= 0 else None
+
+
+def _carried_ids(python_ids) -> set[int]:
+    """Every `Python id` that an event of the trace carries, whatever its kind."""
+    if isinstance(python_ids, list):
+        return {v for v in python_ids if v is not None}
+    return set(python_ids[python_ids >= 0].tolist())
 
 
 def _inherit_from_launcher(frame: pd.DataFrame) -> None:

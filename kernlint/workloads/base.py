@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from kernlint.checkout import CHECKOUT_FIXTURES
 from kernlint.errors import ConfigError
 
 Step = Callable[[], object]
@@ -68,7 +69,6 @@ def _load_module(spec: str):
         raise ConfigError(None, f"cannot import module {spec!r}: {type(exc).__name__}: {exc}") from None
 
 
-CHECKOUT_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def regressed_workloads(fixtures: Path | None = None) -> dict[str, Workload]:

@@ -12,9 +12,9 @@ it reads or writes. The data flow this check follows is therefore the one a trac
   buffer lives, that takes a tensor of exactly the buffer's shape, dtype and strides;
 - a full overwrite: that use is a whole-tensor writer with the buffer in its output position: `copy_`
   (and the in-place RNG ops that write every element: `uniform_`, `normal_`...; not another fill) with
-  the buffer as `self`, or an op's `out=` argument (positions read from the installed torch's operator
-  schemas). Anything else (an in-place accumulate, a read, a view that may lead to a partial write) ends
-  the search without a finding.
+  the buffer as `self`, or an op's `out=` argument (positions from the shipped table of torch's operator
+  schemas, trace/op_schemas.py: the same verdict with or without torch installed). Anything else (an
+  in-place accumulate, a read, a view that may lead to a partial write) ends the search without a finding.
 
 Two tensors of one shape and dtype look alike: when a write's source has the buffer's shape too, the
 finding says so. Without `[memory]` events or without input shapes the flow cannot be followed and the
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -35,6 +34,7 @@ from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
 from kernlint.trace.names import named_pattern
+from kernlint.trace.op_schemas import out_positions
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.rows import rows_matching
 from kernlint.trace.schema import raw_list
@@ -200,32 +200,6 @@ def scoped_evidence(rule, table, index):
     if problem:
         return not_applicable(rule, problem)
     return scopes, op_args(table)
-
-
-@lru_cache(maxsize=4096)
-def out_positions(name: str, tensor_args: tuple[bool, ...]) -> frozenset[int] | None:
-    """Positions of `out=` arguments of the overload of `name` whose arguments are tensors exactly where the
-    trace recorded tensors (`tensor_args`), from the installed torch's operator schemas; None when no single
-    overload (or no torch) says."""
-    try:
-        import torch
-        schemas = torch._C._jit_get_schemas_for_operator(name)
-        tensor_type = torch._C.TensorType.get()
-    except Exception:  # noqa: BLE001
-        return None
-    answers = set()
-    for s in schemas:
-        if len(s.arguments) != len(tensor_args):
-            continue
-        if any((a.type == tensor_type) != is_tensor for a, is_tensor in zip(s.arguments, tensor_args)):
-            continue
-        outs = frozenset(i for i, a in enumerate(s.arguments)
-                         if a.is_out or (a.name == "out" and a.alias_info is not None and a.alias_info.is_write))
-        answers.add(outs)
-    if len(answers) == 1:
-        found = answers.pop()
-        return found or None
-    return None
 
 
 # ---------------------------------------------------------------------------------------------------------

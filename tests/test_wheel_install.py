@@ -1,0 +1,197 @@
+"""What users install is the built wheel: build it (sdist first, then the wheel from the sdist), install it
+into fresh virtual environments and run it there, far from the checkout.
+
+- the light install (no torch): check, rules, explain, report, baseline record, the API; the commands that
+  capture say in one line which extra they need; a zip import of the wheel loads the shipped rules too;
+- the capture extra beside the local CPU torch: `kernlint audit --device cpu`.
+
+Slow (about a minute and a half on the 2-core machine: two venvs, torch unpacked once); CI runs them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+REPO = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+GPU = REPO / "fixtures" / "traces" / "gpu"
+REGRESSED = GPU / "placeholder_new_ones.pt.trace.json.gz"      # KL001 fails: exit 1
+CLEAN = GPU / "placeholder_new_empty.pt.trace.json.gz"         # no finding: exit 0
+# Traces whose KL101 (dead-fill) verdicts depend on knowing out= arguments: the same findings with no torch.
+DEAD_FILL = sorted((REPO / "fixtures" / "traces" / "gpu-zoo").glob("r1_*.pt.trace.json.gz"))
+SHIPPED_RULE_IDS = sorted(p.stem for p in (REPO / "rules").glob("KL*.toml"))
+# The torch build the Makefile installs (a CPU wheel that pip finds on this machine's disk).
+TORCH_PIN = re.search(r"^TORCH_PIN \?= (\S+)$", (REPO / "Makefile").read_text(), re.M).group(1)
+
+pytestmark = pytest.mark.install
+
+
+def _env() -> dict[str, str]:
+    """The environment of a user's shell: nothing of this test session's Python leaks in."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def _run(args, cwd: Path, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in args], cwd=cwd, env=env or _env(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert proc.returncode == 0, f"{proc.args} exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    return proc
+
+
+def _venv(where: Path) -> Path:
+    _ok(_run([sys.executable, "-m", "venv", where], cwd=where.parent))
+    return where / "bin"
+
+
+def _pip_install(bindir: Path, *requirements: str) -> None:
+    # --no-compile: what is imported gets compiled when it is; the test's time goes to the install itself.
+    _ok(_run([bindir / "python", "-m", "pip", "install", "-q", "--no-compile", *requirements], cwd=bindir.parent,
+             timeout=600))
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> dict[str, Path]:
+    """The sdist and the wheel built from it (python -m build: the wheel is made from the unpacked sdist, so
+    package data missing from the sdist would be missing from the wheel too)."""
+    out = tmp_path_factory.mktemp("dist")
+    _ok(_run([sys.executable, "-m", "build", "--no-isolation", "--outdir", out, REPO], cwd=out, timeout=300))
+    wheels, sdists = list(out.glob("kernlint-*.whl")), list(out.glob("kernlint-*.tar.gz"))
+    assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in out.iterdir())
+    return {"wheel": wheels[0], "sdist": sdists[0]}
+
+
+@pytest.fixture(scope="module")
+def light(dist, tmp_path_factory) -> Path:
+    """A fresh venv with the wheel and its core dependencies: no torch."""
+    bindir = _venv(tmp_path_factory.mktemp("light") / "venv")
+    _pip_install(bindir, str(dist["wheel"]))
+    return bindir
+
+
+def test_the_wheel_carries_the_package_data(dist):
+    names = set(zipfile.ZipFile(dist["wheel"]).namelist())
+    assert {f"kernlint/builtin_rules/{i}.toml" for i in SHIPPED_RULE_IDS} <= names
+    assert {"kernlint/docs/rule-language.md", "kernlint/trace/aten_out_arguments.json",
+            "kernlint/report/templates/report.html.j2", "kernlint/report/templates/report.css",
+            "kernlint/report/templates/report.js"} <= names
+
+
+def test_the_wheel_metadata_leaves_torch_to_the_capture_extra_and_declares_numpy(dist):
+    with zipfile.ZipFile(dist["wheel"]) as whl:
+        meta_name = next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
+        meta = Parser().parsestr(whl.read(meta_name).decode())
+    requires = [Requirement(r) for r in meta.get_all("Requires-Dist")]
+    core = {r.name.lower() for r in requires if r.marker is None}
+    assert "numpy" in core and "torch" not in core
+    torch_reqs = [r for r in requires if r.name == "torch"]
+    assert torch_reqs and all(r.marker.evaluate({"extra": "capture"}) for r in torch_reqs)
+    assert not any(r.marker.evaluate({"extra": ""}) for r in torch_reqs)
+    assert Version("2.15.0") in torch_reqs[0].specifier
+    assert meta["Requires-Python"] == PYPROJECT["project"]["requires-python"]
+
+
+def test_the_light_install_checks_reports_and_records_without_torch(light, dist, tmp_path):
+    kernlint = light / "kernlint"
+    probe = _ok(_run([light / "python", "-c", "import importlib.util as u, kernlint; "
+                      "print(u.find_spec('torch') is None, kernlint.__file__)"], cwd=tmp_path)).stdout.split()
+    assert probe[0] == "True", "torch was installed"
+    assert str(light.parent) in probe[1], "kernlint was imported from somewhere else than the venv"
+    installed = _ok(_run([light / "python", "-m", "pip", "list", "--format", "json"], cwd=tmp_path)).stdout
+    names = {p["name"].lower() for p in json.loads(installed)}
+    assert not {n for n in names if n == "torch" or n.startswith("nvidia-")}, sorted(names)
+
+    assert _run([kernlint, "check", REGRESSED], cwd=tmp_path).returncode == 1
+    clean = _run([kernlint, "check", CLEAN], cwd=tmp_path)
+    assert clean.returncode == 0 and "no findings" in clean.stdout
+
+    listed = json.loads(_ok(_run([kernlint, "rules", "--format", "json"], cwd=tmp_path)).stdout)
+    assert sorted(r["id"] for r in listed) == SHIPPED_RULE_IDS
+    assert all("site-packages" in r["path"] for r in listed), "the rules came from outside the installed package"
+
+    explained = _ok(_run([kernlint, "explain", "KL001"], cwd=tmp_path)).stdout
+    assert "fill-before-block-quant" in explained and "Use instead" in explained
+    assert "## " in _ok(_run([kernlint, "explain", "--schema"], cwd=tmp_path)).stdout
+
+    html = tmp_path / "report.html"
+    _ok(_run([kernlint, "report", REGRESSED, "-o", html], cwd=tmp_path))
+    assert html.read_text().lstrip().lower().startswith("<!doctype html") and "KL001" in html.read_text()
+
+    baseline = tmp_path / "baseline.json"
+    _ok(_run([kernlint, "baseline", "record", CLEAN, "-o", baseline], cwd=tmp_path))
+    assert json.loads(baseline.read_text())["programs"]
+    assert _run([kernlint, "check", CLEAN, "--baseline", baseline], cwd=tmp_path).returncode == 0
+
+    api = _ok(_run([light / "python", "-c", f"import kernlint; print(kernlint.check({str(REGRESSED)!r}).passed)"],
+                   cwd=tmp_path))
+    assert api.stdout.strip() == "False"
+
+
+def test_the_light_install_gives_the_findings_the_full_install_gives(light, tmp_path):
+    """Verdicts must not depend on torch being installed (dead-fill reads out= positions from a shipped table)."""
+    traces = [REGRESSED, CLEAN, *DEAD_FILL]
+    args = ["check", *traces, "--format", "json", "--exit-zero", "-o"]
+    _ok(_run([light / "kernlint", *args, tmp_path / "light.json"], cwd=tmp_path))
+    _ok(_run([sys.executable, "-m", "kernlint", *args, tmp_path / "full.json"], cwd=tmp_path))
+    light_report, full_report = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("light", "full"))
+    assert light_report["findings"] == full_report["findings"]
+    assert any(f["rule"] == "KL101" for f in light_report["findings"])
+
+
+@pytest.mark.parametrize("command, what", [
+    (["run", "fp8-block-linear"], "kernlint run"),
+    (["audit"], "kernlint audit"),
+    (["baseline", "record", "--workload", "fp8-block-linear", "-o", "b.json"], "kernlint baseline record"),
+])
+def test_capturing_without_torch_is_one_line_naming_the_extra(light, tmp_path, command, what):
+    proc = _run([light / "kernlint", *command], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert what in proc.stderr and "pip install 'kernlint[capture]'" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "b.json").exists()
+
+
+def test_profiling_from_python_without_torch_raises_the_typed_error(light, tmp_path):
+    code = ("import kernlint\nfrom kernlint.errors import MissingExtraError\ntry:\n"
+            "    with kernlint.profiling():\n        pass\nexcept MissingExtraError as e:\n    print('missing:', e)\n")
+    out = _ok(_run([light / "python", "-c", code], cwd=tmp_path)).stdout
+    assert out.startswith("missing: kernlint.profiling() needs torch") and "kernlint[capture]" in out
+
+
+def test_a_zip_import_of_the_wheel_loads_the_shipped_rules(light, dist, tmp_path):
+    env = {**_env(), "PYTHONPATH": str(dist["wheel"])}
+    where = _ok(_run([light / "python", "-c", "import kernlint; print(kernlint.__file__)"], cwd=tmp_path, env=env))
+    assert where.stdout.strip().startswith(str(dist["wheel"]))
+    listed = json.loads(_ok(_run([light / "python", "-m", "kernlint", "rules", "--format", "json"], cwd=tmp_path,
+                                 env=env)).stdout)
+    assert sorted(r["id"] for r in listed) == SHIPPED_RULE_IDS
+    assert _run([light / "python", "-m", "kernlint", "check", REGRESSED], cwd=tmp_path, env=env).returncode == 1
+
+
+def test_the_capture_extra_with_the_local_cpu_torch_audits(dist, tmp_path):
+    bindir = _venv(tmp_path / "venv")
+    _pip_install(bindir, TORCH_PIN)     # the user's own torch build first; the extra keeps it
+    _pip_install(bindir, f"kernlint[capture] @ {dist['wheel'].as_uri()}")
+    version = _ok(_run([bindir / "python", "-c", "import torch; print(torch.__version__)"], cwd=tmp_path)).stdout
+    assert version.strip().startswith(TORCH_PIN.split("==")[1]), "pip replaced the torch build installed first"
+    audit = _run([bindir / "kernlint", "audit", "--device", "cpu", "--out", tmp_path / "runs"], cwd=tmp_path,
+                 timeout=600)
+    assert audit.returncode == 0, audit.stdout[-3000:] + audit.stderr[-3000:]
+    assert re.search(r"(\d+)/\1 workloads as expected", audit.stdout), audit.stdout[-2000:]
+    assert list((tmp_path / "runs").rglob("*.pt.trace.json.gz"))
