@@ -44,9 +44,10 @@ audit: install
 	$(VENV)/bin/kernlint audit
 
 # The HTML report tests drive a headless chromium: installed first (apt-get) when it is missing.
+# pytest-xdist runs the suite on every CPU (-n auto), a test file per worker (module fixtures build once).
 test: install-dev
 	bash scripts/install_browser.sh
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 lint: install-dev
 	$(PY) -m ruff check kernlint tests bench scripts

@@ -300,7 +300,12 @@ def test_the_makefile_says_what_it_installs_and_has_lint(tmp_path):
         return proc.stdout
 
     install = dry_run("install")
-    for stage in ("kernlint: creating", "installing kernlint and its dependencies"):
+    for stage in ("kernlint: creating", "installing kernlint with the capture extra"):
         assert stage in install, install
+    assert '-e ".[capture]"' in install
+    dev = dry_run("install-dev")
+    for stage in ("kernlint: creating", "installing kernlint and its dependencies (editable, with the dev extras)"):
+        assert stage in dev, dev
+    assert '-e ".[dev]"' in dev
     assert "pip install -q" not in install and " -q " not in install
     assert re.search(r"-m ruff check kernlint tests bench scripts", dry_run("lint"))

@@ -184,6 +184,17 @@ def test_a_zip_import_of_the_wheel_loads_the_shipped_rules(light, dist, tmp_path
     assert _run([light / "python", "-m", "kernlint", "check", REGRESSED], cwd=tmp_path, env=env).returncode == 1
 
 
+def test_a_source_checkout_on_the_path_reads_its_own_rules(light, tmp_path):
+    """The device scripts run the checkout uninstalled (PYTHONPATH=checkout): there is no
+    kernlint.builtin_rules package then, and the checkout's rules/ and docs/ are read instead."""
+    env = {**_env(), "PYTHONPATH": str(REPO)}
+    code = ("import kernlint; from kernlint.rules.loader import builtin_rule_files, rule_language_reference; "
+            "print(kernlint.__file__); print(builtin_rule_files()[0]); print(len(rule_language_reference()))")
+    out = _ok(_run([light / "python", "-c", code], cwd=tmp_path, env=env)).stdout.splitlines()
+    assert out[0].startswith(str(REPO / "kernlint")) and out[1] == str(REPO / "rules" / "KL001.toml")
+    assert int(out[2]) > 1000
+
+
 def test_the_capture_extra_with_the_local_cpu_torch_audits(dist, tmp_path):
     bindir = _venv(tmp_path / "venv")
     _pip_install(bindir, TORCH_PIN)     # the user's own torch build first; the extra keeps it

@@ -34,15 +34,27 @@ _TOML_LINE = re.compile(r"at line (\d+)")
 
 # The shipped rule files and the rule-language reference are package data, read through importlib.resources
 # (never through str() of a resource path), so they load from a wheel, an sdist build, an editable install and
-# a zip import alike.
+# a zip import alike. Run from a source checkout that is on sys.path but not installed (the device scripts'
+# PYTHONPATH=checkout), the packages do not exist: the checkout's own folders are read instead.
 BUILTIN_RULES_PACKAGE = "kernlint.builtin_rules"
 DOCS_PACKAGE = "kernlint.docs"
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def _package_data(package: str, checkout_folder: str) -> Traversable:
+    try:
+        return importlib.resources.files(package)
+    except ModuleNotFoundError:
+        folder = _CHECKOUT / checkout_folder
+        if (folder / "__init__.py").is_file() and (_CHECKOUT / "kernlint" / "__init__.py").is_file():
+            return folder
+        raise
 
 
 def builtin_rule_files() -> list[Traversable]:
     """The shipped rule files (KL*.toml of the installed `kernlint.builtin_rules` package), sorted by name."""
     try:
-        root = importlib.resources.files(BUILTIN_RULES_PACKAGE)
+        root = _package_data(BUILTIN_RULES_PACKAGE, "rules")
         found = sorted((e for e in root.iterdir() if e.name.endswith(".toml") and e.is_file()), key=lambda e: e.name)
     except (ModuleNotFoundError, OSError) as exc:
         raise RuleFileError(BUILTIN_RULES_PACKAGE, f"the shipped rules cannot be read ({exc}); reinstall kernlint") \
@@ -54,7 +66,7 @@ def builtin_rule_files() -> list[Traversable]:
 
 def rule_language_reference() -> str:
     """docs/rule-language.md, from the installed package data."""
-    return importlib.resources.files(DOCS_PACKAGE).joinpath("rule-language.md").read_text(encoding="utf-8")
+    return _package_data(DOCS_PACKAGE, "docs").joinpath("rule-language.md").read_text(encoding="utf-8")
 
 
 def _line_of(text: str, dotted: list[str]) -> int | None:
@@ -194,10 +206,11 @@ def _validate(rule: Rule, path: Path, text: str) -> None:
             compile_pattern(pattern)
         except PatternError as exc:
             fail(f"{'.'.join(where)}: {exc}", *where)
-    for cat in getattr(check, "device_categories", ()):
-        if cat != "*" and cat not in DEVICE_CATEGORIES:
-            fail(f"unknown device category {cat!r} (known: {', '.join(DEVICE_CATEGORIES)})",
-                 "check", "device-categories")
+    for key in ("device_categories", "kernel_order_categories"):
+        for cat in getattr(check, key, ()):
+            if cat != "*" and cat not in DEVICE_CATEGORIES:
+                fail(f"unknown device category {cat!r} (known: {', '.join(DEVICE_CATEGORIES)})",
+                     "check", key.replace("_", "-"))
     for cat in getattr(check, "op_categories", ()):
         if cat != "*" and cat not in HOST_CATEGORIES:
             fail(f"unknown op category {cat!r} (known: {', '.join(HOST_CATEGORIES)})", "check", "op-categories")
