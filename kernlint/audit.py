@@ -57,6 +57,8 @@ class AuditRun:
     seconds: float = 0.0
     baseline_report: TraceReport | None = None   # the workloads against --baseline
     rules: list[Rule] = field(default_factory=list, repr=False)
+    # Workloads left out on this device, with why (CUDA graphs on the CPU): said, never dropped silently.
+    not_run: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def baseline_failed(self) -> bool:
@@ -69,12 +71,22 @@ class AuditRun:
         return bool(self.verdicts) and all(v.ok for v in self.verdicts) and not self.baseline_failed
 
 
+def _candidates(include_regressed: bool, fixtures: Path | None) -> list[Workload]:
+    chosen = list(BUILTIN_WORKLOADS.values())
+    if include_regressed:
+        chosen += list(regressed_workloads(fixtures).values())
+    return chosen
+
+
 def audit_workloads(device: str, *, include_regressed: bool = False, fixtures: Path | None = None
                     ) -> list[Workload]:
-    chosen = [w for w in BUILTIN_WORKLOADS.values() if device in w.devices]
-    if include_regressed:
-        chosen += [w for w in regressed_workloads(fixtures).values() if device in w.devices]
-    return chosen
+    return [w for w in _candidates(include_regressed, fixtures) if device in w.devices]
+
+
+def workloads_not_run(device: str, *, include_regressed: bool = False, fixtures: Path | None = None
+                      ) -> list[tuple[str, str]]:
+    """(name, why) of the audit's workloads that do not run on `device`."""
+    return [(w.name, w.not_run_reason) for w in _candidates(include_regressed, fixtures) if device not in w.devices]
 
 
 def audit_ranks(device: str) -> int:
@@ -163,7 +175,8 @@ def _folder(out_dir: Path | None):
 def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out_dir: Path | None = None,
               on_step: Callable[[str, Workload], None] | None = None, *, steps: int = 1,
               baseline: Baseline | None = None, baseline_path: str = "", limits: Thresholds | None = None,
-              strict_env: bool = False, keep_tables: bool = False) -> AuditRun:
+              strict_env: bool = False, keep_tables: bool = False,
+              not_run: Iterable[tuple[str, str]] = ()) -> AuditRun:
     """Capture each workload (warm-up, then `steps` profiled runs), check it, compare with what it must get;
     with a baseline, compare every workload's programs with it too. Traces go to out_dir, or to a temporary
     folder that is removed afterwards.
@@ -240,7 +253,7 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
         baseline_report = check_against_baseline(all_tables, baseline_rules, comparison)
     return AuditRun(device=device, metadata=metadata, verdicts=ordered,
                     out_dir=Path(out_dir) if out_dir else None, seconds=time.perf_counter() - start,
-                    baseline_report=baseline_report, rules=list(rules))
+                    baseline_report=baseline_report, rules=list(rules), not_run=list(not_run))
 
 
 def _checked(workload: Workload, device: str, traces: list[Path], ranks: int, rules: list[Rule],

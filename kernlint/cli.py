@@ -181,10 +181,10 @@ def _max_trace_bytes_default() -> int:
     return DEFAULT_MAX_TRACE_BYTES
 
 
-def _load(path: Path, max_bytes: int):
+def _load(path: Path, max_bytes: int, captures=()):
     from kernlint.trace.load import load_trace
 
-    return load_trace(path, max_bytes=max_bytes)
+    return load_trace(path, max_bytes=max_bytes, captures=captures)
 
 
 # -- configuration ---------------------------------------------------------------------------------------
@@ -357,6 +357,11 @@ _parallel_options = _options(
                  help="Check on an existing Dask cluster (tcp://host:8786): its workers need kernlint installed "
                       "and the trace files at the same paths."),
 )
+_capture_option = click.option(
+    "--capture", "captures", multiple=True, type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+    help="A trace that recorded the CUDA-graph captures the checked traces replay (vLLM's graph_capture_rank_*):"
+         " replayed kernels are attributed to the captured launches (repeatable). Capture and replay traces "
+         "given together, or in one folder, are paired by process and rank without it.")
 # Every option of `check` and `run` (and of what checks traces next).
 _check_options = _options(_selection_options, _baseline_options, _report_options, _verdict_options,
                           _parallel_options, _config_options, _debug_option)
@@ -393,6 +398,7 @@ class CheckOptions:
     jobs: int | str = 1
     backend: str | None = None
     scheduler: str | None = None
+    captures: tuple[Path, ...] = ()
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
@@ -471,7 +477,8 @@ def _rendered(result, options: CheckOptions) -> object:
     return renderer(options.fmt)(result)
 
 
-def _check_files(files, rules, options: CheckOptions, limit: int, *, baseline: bool) -> tuple[list, list]:
+def _check_files(files, rules, options: CheckOptions, limit: int, *, baseline: bool,
+                 captures: dict[str, list[str]]) -> tuple[list, list]:
     """(tables kept for the report, each trace's CheckedTrace): on the --jobs/--backend/--scheduler workers,
     or, for --format html (its timelines need every trace's events here), loaded and kept in this process."""
     from kernlint.parallel import check_paths, resolve_jobs
@@ -483,16 +490,17 @@ def _check_files(files, rules, options: CheckOptions, limit: int, *, baseline: b
         if jobs > 1 or options.backend or options.scheduler:
             raise ConfigError(None, "--format html draws its timelines from the events of every trace, which are "
                                     "then all loaded in one process: it runs without --jobs, --backend, --scheduler")
-        tables = [_load(path, limit) for path in files]
+        tables = [_load(path, limit, captures.get(str(path), ())) for path in files]
         return tables, [summarize_trace(t, rules, baseline=baseline) for t in tables]
     return [], check_paths(files, rules, max_bytes=limit, jobs=jobs, backend=options.backend,
-                           scheduler=options.scheduler, baseline=baseline)
+                           scheduler=options.scheduler, baseline=baseline, captures=captures)
 
 
 def _run_check(traces, options: CheckOptions, notes=()) -> int:
     from kernlint.report.model import CheckResult
     from kernlint.rules.engine import combine_checked, compare_checked, exit_status
     from kernlint.trace.load import discover_traces
+    from kernlint.trace.pairing import pair_captures
 
     config = _current_config()
     if options.verbosity >= VERBOSE:
@@ -503,7 +511,11 @@ def _run_check(traces, options: CheckOptions, notes=()) -> int:
     baseline = _read_baseline(options.baseline) if options.baseline else None
     found = discover_traces(traces)
     limit = options.max_trace_bytes or _max_trace_bytes_default()
-    tables, checked = _check_files(found.files, rules, options, limit, baseline=baseline is not None)
+    # Capture traces go into the replay traces they belong to (CUDA-graph attribution), not checked alone.
+    pairing = pair_captures(found.files, limit, options.captures)
+    notes = [*notes, *pairing.notes]
+    tables, checked = _check_files(pairing.checked, rules, options, limit, baseline=baseline is not None,
+                                   captures=pairing.captures)
     comparison = None
     if baseline is not None:
         comparison = compare_checked(baseline, checked, baseline_path=str(options.baseline),
@@ -524,6 +536,7 @@ def _run_check(traces, options: CheckOptions, notes=()) -> int:
 @main.command(cls=_ConfiguredCommand)
 @click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
 @_check_options
+@_capture_option
 def check(traces, **params):
     """Check torch.profiler traces (files, .json.gz, or TensorBoard log folders) against the rules."""
     options = CheckOptions.from_params(params)
@@ -538,6 +551,7 @@ def check(traces, **params):
               help="The HTML file to write (self-contained: attach it to a PR or keep it as a CI artifact).")
 @click.option("--max-trace-bytes", type=ByteSize(), default=None, metavar="SIZE",
               help="Refuse a trace larger than this (bytes, or with a suffix: 512M, 4G).")
+@_capture_option
 @_config_options
 @_debug_option
 def report(traces, output, **params):
@@ -766,11 +780,12 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
                                                     "replay")
             _emit(replay_renderer(fmt)(result), output)
             return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
-        from kernlint.audit import audit_workloads, run_audit
+        from kernlint.audit import audit_workloads, run_audit, workloads_not_run
         from kernlint.workloads import resolve_device
 
         dev = resolve_device(device)
         workloads = audit_workloads(dev, include_regressed=include_regressed, fixtures=fixtures)
+        not_run = workloads_not_run(dev, include_regressed=include_regressed, fixtures=fixtures)
         with _progress() as progress:
             task = progress.add_task("starting", total=None)
 
@@ -780,7 +795,7 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
             result = run_audit(workloads, rules, dev, out_dir, on_step=on_step, steps=repeat,
                                baseline=_read_baseline(baseline) if baseline else None,
                                baseline_path=str(baseline or ""), limits=_current_config().thresholds,
-                               strict_env=strict_env, keep_tables=html_path is not None)
+                               strict_env=strict_env, keep_tables=html_path is not None, not_run=not_run)
         if html_path is not None:
             _write_atomically(html_path, audit_renderer("html")(result))
         _emit(audit_renderer(fmt)(result), output)
@@ -810,10 +825,11 @@ def baseline() -> None:
               help="Refuse a trace larger than this (bytes, or with a suffix: 512M, 4G).")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing when the baseline was written.")
 @_parallel_options
+@_capture_option
 @_config_options
 @_debug_option
 def baseline_record(traces, workload_names, repeat, device, out_dir, output, max_trace_bytes, quiet, jobs, backend,
-                    scheduler, config_file, isolated, debug):
+                    scheduler, captures, config_file, isolated, debug):
     """Record a baseline from traces (files or folders; the traces of one rank are repeated runs of one
     program, each profiler step a run) or by profiling built-in workloads (--workload, --repeat N)."""
     def body() -> int:
@@ -856,11 +872,14 @@ def baseline_record(traces, workload_names, repeat, device, out_dir, output, max
                                                       "written")
             from kernlint.baseline.profile import profiles_from_runs
             from kernlint.parallel import check_paths, resolve_jobs
+            from kernlint.trace.pairing import pair_captures
 
             limit = max_trace_bytes or _max_trace_bytes_default()
+            # Capture traces go into their replay traces, as `check` pairs them: the same programs either way.
+            pairing = pair_captures(found.files, limit, captures)
             # Each trace's part of its program's profile, made where it is loaded (--jobs workers).
-            checked = check_paths(found.files, [], max_bytes=limit, jobs=resolve_jobs(jobs), backend=backend,
-                                  scheduler=scheduler, baseline=True)
+            checked = check_paths(pairing.checked, [], max_bytes=limit, jobs=resolve_jobs(jobs), backend=backend,
+                                  scheduler=scheduler, baseline=True, captures=pairing.captures)
             programs = profiles_from_runs([c.summary.baseline_runs for c in checked])
             environment = checked[0].summary.environment if checked else {}
             source = [str(t) for t in traces]

@@ -400,9 +400,9 @@ def test_max_trace_bytes_reaches_the_loader(clean_trace, monkeypatch):
     real = load.load_trace
     seen = []
 
-    def load_trace(path, max_bytes=None):
+    def load_trace(path, max_bytes=None, captures=()):
         seen.append(max_bytes)
-        return real(path)
+        return real(path, captures=captures)
 
     monkeypatch.setattr(load, "load_trace", load_trace)
     assert invoke("check", "--max-trace-bytes", "3M", clean_trace).exit_code == 0

@@ -197,10 +197,16 @@ def test_kernel_level_flags_the_fill_in_the_module(tmp_path):
     assert f.launch_op == "aten::fill_" and f.anchor == "scale_1x128_kernel"
 
 
-def test_anchors_replayed_from_cuda_graphs_are_not_attributed(tmp_path):
+def test_anchors_replayed_from_cuda_graphs_without_a_capture_are_judged_by_kernel_order(tmp_path):
+    """One replay runs the fill and the quant kernel, no capture attributes them: the replay is its own scope,
+    and the fill between the replay's start (no GEMM before) and the anchor is a finding that says so."""
     kl001 = shipped("KL001")
     o = outcome(_synthetic(tmp_path, "cudaGraphLaunch"), kl001)
-    assert o.status == "not-applicable" and "CUDA graph" in o.reason
+    assert o.status == "failed" and o.instances == 1
+    (finding,) = o.findings
+    assert "FillFunctor" in finding.event and finding.scope == "graph replay 1"
+    assert "kernel order only: no capture attributes the replayed kernels" in finding.message
+    assert "checked from the kernel order only" in o.note
 
 
 def test_temporary_alloc_check_needs_memory_events(tmp_path):

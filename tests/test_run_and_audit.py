@@ -74,6 +74,34 @@ def test_audit_runs_fixed_and_regressed_workloads_on_the_cpu():
     assert verdicts["fp8-tp-mlp-rank1-sync"]["KL004"] == "failed"
     assert {w["workload"]: w["ranks"] for w in data["workloads"]}["fp8-tp-mlp"] == 2
     assert data["all_as_expected"] is True
+    # GPU-only workloads are said to be left out, with why: never dropped silently.
+    not_run = {w["workload"]: w["reason"] for w in data["not_run"]}
+    assert not_run == {"fp8-dummy-init-fused": "needs a CUDA GPU", "fp8-decoder-graph": "CUDA graphs need a GPU",
+                       "fp8-decoder-graph-new-ones": "CUDA graphs need a GPU"}
+    text = invoke("audit", "--device", "cpu")
+    assert "not run on cpu: fp8-decoder-graph (CUDA graphs need a GPU)" in text.output
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, expect", [("fp8-decoder-graph", "passed"), ("fp8-decoder-graph-new-ones", "failed")])
+def test_the_decoder_graph_workload_is_judged_replay_by_replay(tmp_path, name, expect):
+    from kernlint.audit import capture_workload
+    from kernlint.trace.graphs import graph_replays
+    from kernlint.trace.load import load_trace
+    from kernlint.workloads import known_workloads
+
+    traces, _ = capture_workload(known_workloads()[name], "cuda", tmp_path)
+    table = load_trace(traces[0])
+    stats = graph_replays(table)
+    assert stats.replays == 2 and stats.attributed_kernels == stats.kernels > 0
+    run = run_audit([known_workloads()[name]], load_rules(), "cuda", tmp_path / "audit")
+    verdict = run.verdicts[0]
+    assert verdict.ok, verdict.problems
+    kl001 = next(o for o in verdict.report.outcomes if o.rule == "KL001")
+    assert kl001.status == expect
+    if expect == "failed":   # 2 replays x 8 linears, each at the placeholder's line
+        assert len(kl001.findings) == 16
+        assert {f.source for f in kl001.findings} == {"regressed/fp8_linear_new_ones.py:17"}
 
 
 def test_a_regression_in_a_fixed_workload_fails_the_audit(tmp_path):

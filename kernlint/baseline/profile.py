@@ -30,6 +30,7 @@ class _Element:
     host: int         # the host row that issued it (its launching call, or itself)
     ts: float         # when it was issued
     launch: Launch
+    order: float = 0.0   # within one issue time: a graph replay's kernels in the order they ran
 
 
 def scope_label(index: ScopeIndex, host_row: int, cache: dict) -> str:
@@ -64,8 +65,14 @@ def _elements(table: EventTable, index: ScopeIndex) -> tuple[list[_Element], int
     syncs = np.flatnonzero((kind == "runtime") & (category == "sync")).tolist()
     rows += [(r, r) for r in syncs if not index.in_profiler(r)]
     out = []
+    replay = index.replay
     for row, host in rows:
         ts = float(index.launch_ts[row]) if kind[row] in DEVICE_KINDS else float(index.ts[row])
+        order = ts
+        if replay[row] >= 0:
+            # A replayed kernel was issued by its graph launch, in the replay's order, whatever captured launch
+            # it is attributed to (that gives its op, source and scope).
+            ts, order = float(index.ts[replay[row]]), float(index.ts[row])
         if not np.isfinite(ts):
             continue
         is_sync = kind[row] == "runtime"
@@ -74,8 +81,8 @@ def _elements(table: EventTable, index: ScopeIndex) -> tuple[list[_Element], int
                         category=str(category[row]), op=str(index.name[op]) if op >= 0 else "",
                         source=_text(index.source[host]),
                         us=[] if is_sync else [float(dur[row])])
-        out.append(_Element(row, host, ts, launch))
-    out.sort(key=lambda e: (e.ts, e.row))
+        out.append(_Element(row, host, ts, launch, order))
+    out.sort(key=lambda e: (e.ts, e.order, e.row))
     return out, unattributed, "device" if on_device else "host"
 
 

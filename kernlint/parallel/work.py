@@ -52,16 +52,20 @@ def failure(path: str, exc: BaseException) -> Failure:
     return found
 
 
-def check_path(path: str, rules: list, max_bytes: int, baseline: bool, base: str | None = None
-               ) -> CheckedTrace | Failure:
+def check_path(path: str, rules: list, max_bytes: int, baseline: bool, base: str | None = None,
+               captures: dict[str, list[str]] | None = None) -> CheckedTrace | Failure:
     """Load one trace and check it (kernlint.rules.engine.summarize_trace). `base`: the folder a relative
     path is relative to, when this worker runs elsewhere (a remote cluster); the trace keeps `path` as its
-    name either way."""
-    where = Path(base, path) if base is not None and not os.path.isabs(path) else Path(path)
+    name either way. `captures`: capture traces to merge into a trace, by its path."""
+    def located(p: str) -> Path:
+        return Path(base, p) if base is not None and not os.path.isabs(p) else Path(p)
+
+    where = located(path)
+    mine = [located(c) for c in (captures or {}).get(path, ())]
     table = None
     try:
         try:
-            table = trace_load.load_trace(where, max_bytes=max_bytes)   # looked up now: tests replace it
+            table = trace_load.load_trace(where, max_bytes=max_bytes, captures=mine)   # looked up now: tests replace it
         except KernlintError as exc:
             if str(where) != path and exc.path == str(where):   # name the file as the user did
                 raise type(exc)(path, exc.problem, exc.line) from None

@@ -30,6 +30,7 @@
               "notes": ["126 of 128 ranks missing: ..."],   # run grouping, profiling-window edges
               "outside_window": {"device events launched before the window opened": 64},
               "damage": ["3 events without a timestamp"],   # what in the trace could not be used
+              "graphs": {"replays": 3, "kernels": 204, "attributed_kernels": 204, ...},   # or null
               "warnings": ["trace: not timed: ..."],   # what must be seen even when nothing failed (baselines)
               "rules": [{"rule": "KL001", "status": "failed|passed|incomplete|not-applicable",
                          "level": "kernel|op|null",
@@ -90,7 +91,7 @@ def to_dict(result: CheckResult) -> dict:
              "has_device_events": rep.has_device_events, "has_stacks": rep.has_stacks, "rank": rep.rank,
              "ranks": rep.ranks, "notes": rep.notes,
              "outside_window": rep.outside_window, "damage": list(getattr(rep, "damage", None) or []),
-             "warnings": list(rep.warnings),
+             "warnings": list(rep.warnings), "graphs": getattr(rep, "graphs", None),
              "rules": [{"rule": o.rule, "status": o.status, "level": o.level, "instances": o.instances,
                         "reason": o.reason, "note": o.note,
                         "findings": len(o.findings)} for o in rep.outcomes]}
@@ -115,7 +116,8 @@ def render_audit(run) -> str:
             "findings": [_finding(f) for f in sorted_findings(v.report.findings if v.report else [])],
         })
     data = {"schema_version": SCHEMA_VERSION, "device": run.device, "seconds": run.seconds,
-            "all_as_expected": run.all_as_expected, "metadata": run.metadata, "workloads": verdicts}
+            "all_as_expected": run.all_as_expected, "metadata": run.metadata, "workloads": verdicts,
+            "not_run": [{"workload": name, "reason": why} for name, why in getattr(run, "not_run", [])]}
     if run.baseline_report is not None:
         report = run.baseline_report
         data["baseline"] = {"trace": report.trace, "failed": run.baseline_failed, "warnings": report.warnings,

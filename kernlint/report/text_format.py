@@ -267,6 +267,8 @@ def render_audit(run) -> Group:
                       _t(expected), _t(actual or "-", "green" if v.ok else "bold red"), Text(str(n)),
                       Text(f"{v.seconds:.1f}"))
     parts: list = [header, table]
+    for name, why in getattr(run, "not_run", []):
+        parts.append(_t(f"  not run on {printable(run.device)}: {printable(name)} ({printable(why)})", "yellow"))
     for v in run.verdicts:
         name = printable(v.workload.name)
         for problem in v.problems:

@@ -295,6 +295,9 @@ def scope_timeline(table: EventTable, index: ScopeIndex, row: int, window: tuple
     thread, t0, t1 = window
     f = table.frame
     dur, ts = f["dur"].to_numpy(), f["ts"].to_numpy()
+    replay = int(index.replay[row])
+    if replay >= 0 and index.launcher[row] != replay:
+        return _replay_timeline(table, index, row, window, title, replay)
     bars: list[Bar] = []
     flows: list[Flow] = []
     ops = index.work_ops_between(thread, t0, t1).tolist()
@@ -326,6 +329,36 @@ def scope_timeline(table: EventTable, index: ScopeIndex, row: int, window: tuple
         bars = [b for b in bars if b.row == row] + [b for b in bars if b.row != row][: MAX_BARS - 1]
     lanes = ["CPU ops", "CPU launches"] + sorted({b.lane for b in bars} - {"CPU ops", "CPU launches"})
     return Timeline(title, t0, end, lanes, bars, flows, omitted=omitted)
+
+
+def _replay_timeline(table: EventTable, index: ScopeIndex, row: int, window: tuple[str, float, float],
+                     title: str, replay: int) -> Timeline:
+    """A finding on a kernel replayed from a CUDA graph: the graph launch and, on their streams, the kernels
+    that replay ran from the finding's scope (its captured unit), each named with its attributed op and line.
+    The captured ops ran at capture time, elsewhere on the time axis: not drawn here."""
+    thread, t0, t1 = window
+    f = table.frame
+    dur, ts = f["dur"].to_numpy(), f["ts"].to_numpy()
+    with index.in_replay(replay):
+        device = index.device_events_between(thread, t0, t1).tolist()
+    start = float(ts[replay])
+    bars = [Bar("CPU launches", start, float(dur[replay]), str(index.name[replay]), "launch", "runtime", (),
+                table.meta.rank, f"graph replay {index.replay_number(replay)}", replay)]
+    flows: list[Flow] = []
+    end = start + float(dur[replay])
+    for r in device:
+        lane = _lane_of(f, r)
+        op = int(index.op[r])
+        detail = " · ".join(x for x in (str(index.name[op]) if op >= 0 else "", _text(index.source[r])) if x)
+        bars.append(Bar(lane, float(ts[r]), float(dur[r]), str(index.short_name[r]), str(index.category[r]),
+                        str(index.kind[r]), (), table.meta.rank, detail, r))
+        flows.append(Flow("CPU launches", start, lane, float(ts[r]), r == row))
+        end = max(end, float(ts[r] + dur[r]))
+    omitted = max(0, len(bars) - MAX_BARS)
+    if omitted:
+        bars = [b for b in bars if b.row == row] + [b for b in bars if b.row != row][: MAX_BARS - 1]
+    lanes = ["CPU launches"] + sorted({b.lane for b in bars} - {"CPU launches"})
+    return Timeline(title, start, end, lanes, bars, flows, omitted=omitted)
 
 
 def rank_timeline(tables: list[EventTable], findings: list[Finding]) -> Timeline | None:

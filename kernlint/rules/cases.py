@@ -69,6 +69,7 @@ class CaseSpec(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", froze
     baseline_from: str | None = None
     slowdown: float | None = None
     slowdown_kernel: str | None = None
+    capture: str | None = None       # a capture trace of the CUDA graphs `trace` replays (relative to fixtures/)
     zoo: int | None = None           # the zoo.md case this case reproduces (fixtures/zoo workloads say it by name)
 
 
@@ -162,7 +163,8 @@ def evaluate_case(case: Case, trace: Path, rules: list[Rule], fixtures: Path | N
     chosen = [r for r in rules if r.id == case.rule]
     if not chosen:
         return CaseResult(case, None, [f"rule {case.rule} is not loaded"])
-    tables = [load_trace(p) for p in find_trace_files([trace])]
+    captures = [(fixtures or trace.parent) / case.spec.capture] if case.spec.capture else []
+    tables = [load_trace(p, captures=captures) for p in find_trace_files([trace])]
     if case.spec.slowdown is not None:
         tables = [_slowed(t, case.spec.slowdown, case.spec.slowdown_kernel) for t in tables]
     baseline = _case_baseline(case, fixtures or trace.parent)

@@ -32,6 +32,7 @@ from kernlint.rules.result import (
 from kernlint.rules.schema import Rule
 from kernlint.rules.summary import CheckedTrace, TraceSummary
 from kernlint.trace.damage import trace_damage
+from kernlint.trace.graphs import graph_replays
 from kernlint.trace.runs import group_runs, run_identity
 from kernlint.trace.scopes import ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS, EventTable
@@ -116,9 +117,15 @@ def check_trace(table: EventTable, rules: Iterable[Rule], *, cross_rank_reason: 
         if rule.needs_baseline or rule.cross_rank:   # against the baseline, or across ranks: in _combine
             continue
         outcomes.append(mark_incomplete(_run_rule(rule, table, index), relevant_damage(rule, table)))
+    graphs = graph_replays(table)
+    notes, warnings = [], []
+    if graphs.replays:
+        # Kernels no capture attributes are seen by kernel order only: never a silent pass on them.
+        (notes if graphs.attributed_kernels == graphs.kernels else warnings).append(graphs.summary())
     report = TraceReport(trace=table.path, events=len(table), has_device_events=table.has_device_events,
                          has_stacks=table.has_stacks, rank=table.meta.rank, outcomes=outcomes,
-                         outside_window=window_edges(table).counts(), damage=trace_damage(table).summary())
+                         outside_window=window_edges(table).counts(), damage=trace_damage(table).summary(),
+                         notes=notes, warnings=warnings, graphs=graphs.as_dict() if graphs.replays else None)
     return report if in_rank_group else _alone(report, rules, cross_rank_reason or _SINGLE)
 
 

@@ -83,6 +83,9 @@ class TraceReport:
     # What the report is about: one "trace", a "run group" of ranks (the cross-rank rules), or the traces
     # against a "baseline". Summaries count traces only.
     subject: str = "trace"
+    # CUDA-graph replays and how many of their device events were attributed (kernlint.trace.graphs); None
+    # for a trace that replays no graph.
+    graphs: dict | None = None
 
     @property
     def findings(self) -> list[Finding]:

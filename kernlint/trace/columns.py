@@ -35,8 +35,10 @@ _chunk_decoder = msgspec.json.Decoder(list[RawEvent])
 _AT_INDEX = re.compile(r"\$\[(\d+)\]")
 
 
-_ID_FIELDS = ("correlation", "external_id", "python_id", "python_parent_id")
-_ID_GETTERS = {f: operator.attrgetter(f) for f in _ID_FIELDS}
+_ID_FIELDS = ("correlation", "external_id", "python_id", "python_parent_id", "graph_node")
+_ID_GETTERS = {f: operator.attrgetter(f) for f in _ID_FIELDS[:-1]}
+# A graph node id under either name kineto and CUPTI-based writers use.
+_ID_GETTERS["graph_node"] = lambda a: a.graph_node_id if a.graph_node_id is not None else a.graph_node_id_alt
 
 
 class TextCodes:
@@ -163,6 +165,7 @@ class RawColumns:
         self.complete = np.zeros(capacity, dtype=bool)   # ph == "X"
         # Text: not a string -> its number's text or "" (bad); pid / tid: "?" where unusable (bad).
         self.name, self.cat, self.pid, self.tid = (TextCodes(capacity) for _ in range(4))
+        self.launch_kernel = TextCodes(capacity)   # "" where the event names no kernel
         self.ts, self.dur = np.empty(capacity), np.empty(capacity)
         self.bad_ts, self.bad_dur = np.zeros(capacity, dtype=bool), np.zeros(capacity, dtype=bool)
         self.ints = {f: np.empty(capacity, dtype=np.int64) for f in self.INT_FIELDS}
@@ -193,6 +196,7 @@ class RawColumns:
 
 _get_name, _get_cat, _get_ts, _get_dur, _get_pid, _get_tid, _get_args, _get_ph = (
     operator.attrgetter(f) for f in ("name", "cat", "ts", "dur", "pid", "tid", "args", "ph"))
+_get_launch_kernel = operator.attrgetter("launch_kernel")
 
 
 def decode_events(raw_events: list, path, events_at: str = "$.traceEvents") -> RawColumns:
@@ -267,6 +271,7 @@ def _add_chunk(out: RawColumns, events: list) -> None:
     ints["addr"][at:stop] = _int_column([a.addr for a in present], 0)
     for f in _ID_FIELDS:
         out.ids[f].add(at, list(map(_ID_GETTERS[f], present)))
+    out.launch_kernel.add(at, [k if isinstance(k, str) else "" for k in map(_get_launch_kernel, present)])
 
 
 def _add_thread_chunk(column: TextCodes, at: int, values: list) -> None:
@@ -441,7 +446,8 @@ def _str_column(values: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _NoArgs:   # an event without args: RawArgs' defaults
-    external_id = correlation = nbytes = device = python_id = python_parent_id = None
+    external_id = correlation = nbytes = device = python_id = python_parent_id = launch_kernel = None
+    graph_node_id = graph_node_id_alt = None
     addr = memcpy_bytes = 0
     device_type = device_id = stream = -1
     input_dims = input_types = concrete_inputs = input_strides = NO_RAW

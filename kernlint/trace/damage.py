@@ -51,6 +51,7 @@ from kernlint.trace.table import (
     FRAME_OUTSIDE_PARENT,
     UNPLACED,
     EventTable,
+    recorded_launcher,
 )
 from kernlint.trace.window import LAUNCH_CATEGORIES, window_edges
 
@@ -239,7 +240,7 @@ def _misfit_launches(f, kind: np.ndarray) -> np.ndarray:
     """Launch calls that cannot have launched the device event linked to them: the device event starts
     well before the call, or hours after it; or the call sits in a process that issued no op, range or
     frame while the trace has them (its pid was damaged). Such a launch is placed in the wrong scope."""
-    launcher = f["launcher"].to_numpy()
+    launcher = recorded_launcher(f)
     device = np.flatnonzero(np.isin(kind, list(DEVICE_KINDS)) & (launcher >= 0))
     if not len(device):
         return _EMPTY
@@ -267,7 +268,7 @@ def _unknown_device(f, kind: np.ndarray) -> np.ndarray:
     rows = np.flatnonzero((kind == "other") & (correlation >= 0))
     if not len(rows):
         return _EMPTY
-    launcher = f["launcher"].to_numpy()
+    launcher = recorded_launcher(f)
     linked = np.zeros(len(f), dtype=bool)
     linked[launcher[launcher >= 0]] = True
     lonely = ((kind == "runtime") & np.isin(f["category"].to_numpy(), LAUNCH_CATEGORIES) & (correlation >= 0)

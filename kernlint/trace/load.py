@@ -15,6 +15,8 @@ events are TraceErrors too, never another exception.
 """
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import errno
 import gzip
 import os
@@ -28,6 +30,8 @@ from pathlib import Path
 import msgspec
 
 from kernlint.errors import TraceError
+from kernlint.trace import names
+from kernlint.trace.graphs import attribute_replays
 from kernlint.trace.schema import RawTrace
 from kernlint.trace.table import EventTable, build_event_table
 
@@ -468,19 +472,31 @@ def _not_json(data: bytes | bytearray, path: Path, exc: msgspec.DecodeError) -> 
     raise TraceError(path, f"not valid JSON: {exc}") from None
 
 
-def load_trace(path: str | Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> EventTable:
+def load_trace(path: str | Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
+               captures: Iterable[str | Path] = ()) -> EventTable:
     """Read one trace file (at most `max_bytes` of JSON) into an EventTable. Every problem is a TraceError
     naming the file: unreadable, too large, not JSON, not a trace, no events, nested too deeply, out of
-    memory. Events whose fields are damaged are kept and counted (kernlint.trace.damage)."""
+    memory. Events whose fields are damaged are kept and counted (kernlint.trace.damage).
+
+    `captures`: traces that recorded the CUDA-graph captures this trace replays (vLLM's
+    `graph_capture_rank_*` traces). Their stream-capture windows are merged in on threads of their own
+    (`capture:<pid>`, ids moved apart) so that replayed kernels can be attributed to the captured launches
+    (kernlint.trace.graphs); a capture inside this trace's own window needs nothing."""
     path = Path(path)
     size = None
+    captures = [Path(c) for c in captures]
     try:
         data = read_trace_bytes(path, max_bytes)
         size = len(data)
         raw = decode_trace(data, path)
         del data
+        for k, capture in enumerate(captures, start=1):
+            raw.trace_events.extend(capture_window_events(capture, max_bytes, k))
         table = build_event_table(raw, path)
         del raw
+        if captures:
+            table.meta = dataclasses.replace(table.meta, captures=tuple(str(c) for c in captures))
+        attribute_replays(table)
     except MemoryError:
         what = f"{size:,} bytes of JSON" if size is not None else "the file"
         raise TraceError(path, f"out of memory while reading ({what}); a smaller profiling window or a "
@@ -488,3 +504,58 @@ def load_trace(path: str | Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> Ev
     except RecursionError:
         raise TraceError(path, "nested too deeply to analyse") from None
     return table
+
+
+# Ids of the k-th merged capture trace are moved by k times this, apart from the replay trace's own.
+CAPTURE_ID_OFFSET = 1 << 48
+_CAPTURE_IDS = ("correlation", "External id", "Python id", "Python parent id")
+_RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "runtime", "driver")
+
+
+def capture_window_events(path: Path, max_bytes: int, k: int) -> list[bytes]:
+    """The events of a capture trace that lie inside its stream-capture windows (on the capturing thread,
+    from BeginCapture to EndCapture), re-encoded with pid `capture:<pid>` and ids moved by k *
+    CAPTURE_ID_OFFSET. A file that records no capture is a TraceError: it cannot be the capture asked for."""
+    raw = decode_trace(read_trace_bytes(path, max_bytes), path)
+    events = []
+    for r in raw.trace_events:
+        try:
+            e = msgspec.json.decode(r)
+        except msgspec.DecodeError:
+            continue
+        if isinstance(e, dict):
+            events.append(e)
+    del raw
+    windows: dict[tuple, list[list[float]]] = {}
+    for e in sorted((e for e in events if e.get("cat") in _RUNTIME_CATS and isinstance(e.get("name"), str)
+                     and isinstance(e.get("ts"), (int, float))), key=lambda e: e["ts"]):
+        key = (e.get("pid"), e.get("tid"))
+        if names.GRAPH_CAPTURE_BEGIN.match(e["name"]):
+            windows.setdefault(key, []).append([e["ts"], float("inf")])
+        elif names.GRAPH_CAPTURE_END.match(e["name"]) and windows.get(key) and windows[key][-1][1] == float("inf"):
+            windows[key][-1][1] = e["ts"] + (e.get("dur") or 0)
+    spans = {key: sorted((b, e) for b, e in found if e != float("inf")) for key, found in windows.items()}
+    if not any(spans.values()):
+        raise TraceError(path, "records no CUDA-graph capture (no cudaStreamBeginCapture .. EndCapture): it "
+                               "cannot be the capture trace of a replay")
+    offset = k * CAPTURE_ID_OFFSET
+    starts = {key: [b for b, _ in found] for key, found in spans.items()}
+    out = []
+    for e in events:
+        ts = e.get("ts")
+        key = (e.get("pid"), e.get("tid"))
+        found = spans.get(key)
+        if not found or not isinstance(ts, (int, float)):
+            continue
+        i = bisect.bisect_right(starts[key], ts) - 1   # the last capture that began at or before ts
+        if i < 0 or ts > found[i][1]:
+            continue
+        e["pid"] = f"capture:{e.get('pid')}"
+        args = e.get("args")
+        if isinstance(args, dict):
+            for key in _CAPTURE_IDS:
+                v = args.get(key)
+                if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                    args[key] = v + offset
+        out.append(msgspec.json.encode(e))
+    return out

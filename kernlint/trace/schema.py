@@ -35,6 +35,9 @@ ARG_FIELDS: dict[str, str] = {
     "memcpy_bytes": "bytes",         # memcpy / memset size
     "python_id": "Python id",        # Python frames (with_stack): the frame's id ...
     "python_parent_id": "Python parent id",  # ... and its caller's; checked against the time nesting
+    "launch_kernel": "kernel",       # launch calls on ROCm (roctracer): the kernel's name, also during capture
+    "graph_node_id": "graph node id",   # CUDA-graph node of a replayed kernel, or of a captured launch (CUPTI)
+    "graph_node_id_alt": "graphNodeId",
 }
 
 Scalar = int | float | str | None
@@ -61,6 +64,9 @@ class RawArgs(msgspec.Struct, rename=ARG_FIELDS, gc=False):   # gc=False: cheape
     memcpy_bytes: Scalar = 0
     python_id: Any = None
     python_parent_id: Any = None
+    launch_kernel: Any = None
+    graph_node_id: Any = None
+    graph_node_id_alt: Any = None
 
 
 class RawEvent(msgspec.Struct, gc=False):

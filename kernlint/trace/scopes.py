@@ -33,6 +33,7 @@ merged into it.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import weakref
 from collections.abc import Iterable, Sequence
@@ -117,7 +118,22 @@ class ScopeIndex:
         self.op = f["op"].to_numpy()
         self.source = f["source"].to_numpy()
         device = self.rows_of(DEVICE_KINDS)
-        self._device_by_thread = self._by_thread(device[self.launcher[device] >= 0], self.launch_ts)
+        # Replayed kernels attributed to captured launches (kernlint.trace.graphs) share their launch rows and
+        # times replay after replay: they are looked up one replay at a time (in_replay), never with the
+        # eager kernels. Replayed kernels left with their graph launch are looked up with the eager ones.
+        self.replay = f["replay"].to_numpy() if "replay" in f else np.full(len(f), -1, dtype=np.int64)
+        launched = device[self.launcher[device] >= 0]
+        attributed = (self.replay[launched] >= 0) & (self.launcher[launched] != self.replay[launched])
+        self._device_by_thread = self._by_thread(launched[~attributed], self.launch_ts)
+        self._device_by_replay: dict[int, dict] = {}
+        replayed = launched[attributed]
+        if len(replayed):
+            order = np.argsort(self.replay[replayed], kind="stable")
+            replayed = replayed[order]
+            cuts = np.flatnonzero(np.diff(self.replay[replayed])) + 1
+            for part in np.split(replayed, cuts):
+                self._device_by_replay[int(self.replay[part[0]])] = self._by_thread(part, self.launch_ts)
+        self._current_replay = -1
         self._children: dict[int, list[int]] | None = None
         self._allocs_by_thread: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
         ops = self.rows_of(("op",))
@@ -339,8 +355,36 @@ class ScopeIndex:
 
     # -- work inside an interval ----------------------------------------------------------------------------
     def device_events_between(self, thread: str, start: float, stop: float) -> np.ndarray:
-        """Rows of device events launched from `thread` with start <= launch_ts < stop."""
-        return self._between(self._device_by_thread.get(thread), start, stop)
+        """Rows of device events launched from `thread` with start <= launch_ts < stop: eager ones, or inside
+        `in_replay(r)` those of graph replay r attributed to its capture."""
+        found = (self._device_by_thread if self._current_replay < 0
+                 else self._device_by_replay.get(self._current_replay, {}))
+        return self._between(found.get(thread), start, stop)
+
+    @property
+    def replays(self) -> list[int]:
+        """Graph launches whose device events were attributed to a capture (rows, in row order)."""
+        return sorted(self._device_by_replay)
+
+    def replay_number(self, replay: int) -> int:
+        """1-based position of graph launch `replay` among the trace's graph launches that ran device events,
+        in time order."""
+        numbers = self.__dict__.get("_replay_numbers")
+        if numbers is None:
+            launches = np.unique(self.replay[self.replay >= 0])
+            launches = launches[np.argsort(self.ts[launches], kind="stable")]
+            numbers = self._replay_numbers = {int(g): i + 1 for i, g in enumerate(launches.tolist())}
+        return numbers.get(int(replay), 0)
+
+    @contextlib.contextmanager
+    def in_replay(self, replay: int):
+        """Device-event lookups (device_events_between, and the scoping that rests on it) see only the
+        attributed device events of graph replay `replay` (a graph launch row) while inside."""
+        previous, self._current_replay = self._current_replay, int(replay)
+        try:
+            yield self
+        finally:
+            self._current_replay = previous
 
     def allocs_between(self, thread: str, start: float, stop: float) -> np.ndarray:
         """Rows of allocations made on `thread` with start <= ts < stop."""

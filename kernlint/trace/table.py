@@ -14,7 +14,9 @@ every link column holds a row label, or -1 where there is no such event. Columns
 | device, stream | GPU index and stream for device events; allocation device index for alloc/free (-1 = CPU) |
 | correlation, external_id | kineto link ids (-1 when absent or unusable). Where every id of the trace fits in int64 (the usual case) the id itself; otherwise (uint64 ids above 2**63, larger probes) an order-preserving dense code of it: equal ids get equal codes and order is kept, which is all linking and the window edges use |
 | damage | bit flags (BAD_* below): which essential fields of the event could not be used, and whether its correlation id was shared by several launches; kernlint.trace.damage counts them |
-| launcher | device events: the runtime/driver call that launched them |
+| graph_node | a replayed kernel's CUDA-graph node id, or a captured launch's, where the trace records one (`graph node id`); else -1 |
+| launch_kernel | launch calls that name their kernel (ROCm's `kernel` argument, during stream capture too): the name; else "" |
+| launcher | device events: the runtime/driver call that launched them; a kernel replayed from a CUDA graph: the graph launch, or the captured launch it was matched to (kernlint.trace.graphs) |
 | op | innermost op enclosing the event (device events: the op that launched them) |
 | top_op | outermost op enclosing the event (for an op: itself when it has no parent) |
 | parent_op | for ops and calls: the enclosing op (-1 for top-level ops) |
@@ -98,6 +100,7 @@ class TraceMeta:
     run_metadata: dict[str, Any] | None = None
     host_name: str | None = None   # top-level `host_name` (or `hostname`) when the writer recorded it
     trace_id: str | None = None    # top-level `trace_id` (kineto: one per trace, not per run)
+    captures: tuple[str, ...] = ()  # capture traces merged in for the graph replays (kernlint.trace.graphs)
 
 
 @dataclass
@@ -142,6 +145,17 @@ class EventTable:
 
     def __len__(self) -> int:
         return len(self.frame)
+
+
+def recorded_launcher(frame: pd.DataFrame) -> np.ndarray:
+    """The launch call the trace itself links each device event to: for a kernel replayed from a CUDA graph,
+    its graph launch, not the captured launch kernlint.trace.graphs attributed it to. What the window's
+    edges and the damage checks judge."""
+    launcher = frame["launcher"].to_numpy()
+    if "replay" not in frame:
+        return launcher
+    replay = frame["replay"].to_numpy()
+    return np.where(replay >= 0, replay, launcher)
 
 
 def _kinds(name_codes: np.ndarray, name_values: list[str], cat_codes: np.ndarray, cat_values: list[str],
@@ -219,10 +233,12 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
         "addr": cols.int_column("addr"),
         "bytes": nbytes,
         "damage": damage,
+        "launch_kernel": cols.text("launch_kernel")[0],
+        "graph_node": cols.id_column("graph_node")[0],
     })
     # The frame holds its own copies: the arrays it was made from would double the memory until the end.
     del names_, cats, ts, dur, pid, tid, correlation, external_id, nbytes, damage, complete
-    cols.name = cols.cat = cols.pid = cols.tid = cols.ts = cols.dur = cols.complete = None
+    cols.name = cols.cat = cols.pid = cols.tid = cols.ts = cols.dur = cols.complete = cols.launch_kernel = None
     cols.ints = {}
     frame["end"] = frame["ts"] + frame["dur"]
     frame.index.name = "row"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernlint.trace import names
-from kernlint.trace.table import DEVICE_KINDS, EventTable
+from kernlint.trace.table import DEVICE_KINDS, EventTable, recorded_launcher
 
 LAUNCH_CATEGORIES = ("launch", "memcpy_call")
 
@@ -79,7 +79,7 @@ def _captured(f, kind, rows: np.ndarray) -> np.ndarray:
 def _compute(table: EventTable) -> WindowEdges:
     f = table.frame
     kind = f["kind"].to_numpy().astype(object)
-    launcher = f["launcher"].to_numpy()
+    launcher = recorded_launcher(f)   # a replayed kernel ran from its graph launch
     correlation = f["correlation"].to_numpy()
     ts = f["ts"].to_numpy()
     device = np.isin(kind, list(DEVICE_KINDS))

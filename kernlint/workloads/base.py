@@ -30,6 +30,8 @@ class Workload:
     distributed: bool = False      # needs torch.distributed: run with --nproc N
     # Verdicts that differ when a distributed workload runs on one rank (what only rank 1 does is absent).
     expect_one_rank: Mapping[str, str] = field(default_factory=dict)
+    # Why it does not run on the devices it leaves out (the audit lists it as not run, with this).
+    not_run_reason: str = "needs a CUDA GPU"
 
 
 def resolve_device(device: str) -> str:

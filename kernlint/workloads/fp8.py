@@ -9,6 +9,7 @@ from torch.profiler import record_function
 
 from kernlint.reference import Fp8BlockLinear, initialize_dummy_weights
 from kernlint.workloads.base import Step, Workload
+from kernlint.workloads.graphs import decoder_graph_workload
 from kernlint.workloads.tp import tp_mlp_workload
 
 # DeepSeek-V3 linear shapes (N, K), and the token counts M the layer runs at.
@@ -88,4 +89,7 @@ BUILTIN_WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     tp_mlp_workload("fp8-tp-mlp", expect={"KL001": "passed", "KL003": "passed"},
                     summary="tensor-parallel FP8 MLP (column-parallel gate_up, row-parallel down, all-reduce); "
                             "run with --nproc N"),
+    decoder_graph_workload("fp8-decoder-graph", Fp8BlockLinear, expect={"KL001": "passed"},
+                           summary="4-layer FP8 decoder captured into a CUDA graph and replayed (vLLM-style decode, "
+                                   "M=16); replayed kernels attributed to the capture"),
 )}

@@ -1,19 +1,23 @@
 """forbid-before-anchor: nothing of the listed categories runs in an anchor's own scope before it."""
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace import names
+from kernlint.trace.graphs import graph_replays
 from kernlint.trace.rows import category_ok, drop_nested, inside_any, outermost, rows_matching
-from kernlint.trace.scopes import AnchorSet
+from kernlint.trace.scopes import AnchorSet, Scope
 from kernlint.trace.table import DEVICE_KINDS
 
 
 class ForbidBeforeAnchor(CheckSpec, tag="forbid-before-anchor"):
     device_categories: list[str] = []    # kernels, memcpy, memset before the anchor kernel; ["*"] = any
     op_categories: list[str] = []        # working ops before the anchor op (traces without GPU events)
+    # Graph replays that nothing attributes: what, between the previous GEMM and the anchor, is a finding.
+    kernel_order_categories: list[str] = msgspec.field(default_factory=lambda: ["fill", "memset"])
 
 
 def find_anchors(rule, table, index) -> tuple[str | None, np.ndarray]:
@@ -42,44 +46,31 @@ def anchor_reason(rule, table) -> str:
 
 
 def _graph_replayed(index, anchors: np.ndarray) -> np.ndarray:
-    """Anchor kernels replayed from a CUDA graph share one launch call: their launching scope is unknown."""
+    """Anchor kernels replayed from a CUDA graph that no capture attributed: they share one launch call, the
+    graph launch, so their launching scope is unknown (kernel order is all there is)."""
     launcher = index.launcher[anchors]
     return np.array([lr >= 0 and names.is_graph_launch(str(index.name[lr])) for lr in launcher.tolist()],
                     dtype=bool)
 
 
-def run(rule, table, index):
-    level, anchors = find_anchors(rule, table, index)
-    if level is None:
-        return not_applicable(rule, anchor_reason(rule, table), absent=True)
-    if rule.spec.scope.is_named:
-        anchors = np.array(inside_any(index, named_scopes(index, rule), anchors.tolist()), dtype=np.int64)
-        if not len(anchors):
-            return not_applicable(rule, "no anchor lies inside the rule's [scope]")
-    notes = []
-    if level == "kernel":
-        graph = _graph_replayed(index, anchors)
-        if graph.all():
-            return not_applicable(rule, "every anchor kernel was replayed from a CUDA graph (no per-kernel launch "
-                                        "to attribute)")
-        if graph.any():
-            notes.append(f"{int(graph.sum())} anchor kernel(s) replayed from CUDA graphs were not checked")
-        anchors = anchors[~graph]
-    elif rule.spec.anchor.kernel:
-        notes.append("kernel-level check not applicable: the trace has no GPU events; checked at op level"
-                     if not table.has_device_events else
-                     f"no kernel matches {names.pattern_label(rule.spec.anchor.kernel)}; checked at op level")
+def _replay_label(index, replay: int) -> str:
+    label = graph_replays(index.table).labels.get(replay)
+    return f"graph replay {index.replay_number(replay)}" + (f" of {label}" if label else "")
+
+
+def _check_scoped(rule, index, level, anchors: list[int], replay: int, findings: list) -> list[int]:
+    """Findings for anchors scoped by their launching unit (eager, or one attributed replay); returns the
+    anchors that lie in no unit of one layer."""
     check = rule.spec.check
-    anchor_list = anchors.tolist()
-    anchor_set = set(anchor_list)
-    by_thread = AnchorSet(index, anchor_list)
-    findings = []
-    unscoped = 0
-    for a in anchor_list:
+    anchor_set = set(anchors)
+    by_thread = AnchorSet(index, anchors)
+    unscoped = []
+    where = f" ({_replay_label(index, replay)})" if replay >= 0 else ""
+    for a in anchors:
         scope = index.anchor_scope(a, level, by_thread)
         anchor_name = str(index.short_name[a])
         if scope.kind == "anchor":
-            unscoped += 1  # no unit of one layer encloses its launch: nothing can be said about "before"
+            unscoped.append(a)  # no unit of one layer encloses its launch: nothing can be said about "before"
             continue
         if level == "kernel":
             rows = [r for r in index.device_events_between(scope.thread, scope.ts, index.launch_ts[a]).tolist()
@@ -92,16 +83,100 @@ def run(rule, table, index):
         for r in rows:
             event = str(index.short_name[r])
             findings.append(make_finding(rule, index, r, scope, f"{event} ({index.category[r]}) runs before "
-                                         f"{anchor_name} in {scope.label}", anchor_name))
-    if anchor_list and unscoped == len(anchor_list):
+                                         f"{anchor_name} in {scope.label}{where}", anchor_name))
+    return unscoped
+
+
+def _check_by_kernel_order(rule, index, anchors: list[int], findings: list) -> None:
+    """Anchors replayed from a graph with no unit to scope them: the replay's own kernel stream decides. The
+    layer's unit runs from the end of the previous one (a GEMM or another anchor) to the anchor; a kernel of
+    `kernel-order-categories` (fills, memsets) there is a finding, said to rest on kernel order only."""
+    check = rule.spec.check
+    replay_of = index.replay
+    ts = index.ts
+    by_replay: dict[int, np.ndarray] = {}
+    anchor_set = set(anchors)
+    for a in anchors:
+        r = int(replay_of[a])
+        if r < 0:
+            continue
+        stream = by_replay.get(r)
+        if stream is None:
+            rows = np.flatnonzero(replay_of == r)
+            stream = by_replay[r] = rows[np.lexsort((rows, ts[rows]))]
+        at = int(np.flatnonzero(stream == a)[0])
+        before = []
+        for d in stream[:at][::-1].tolist():
+            if d in anchor_set or index.category[d] == "gemm":
+                break
+            before.append(d)
+        label = _replay_label(index, r)
+        scope = Scope(row=r, kind="graph", name=label.removeprefix("graph "), thread=str(index.thread[r]),
+                      ts=float(index.ts[r]), end=float(index.end[r]))
+        anchor_name = str(index.short_name[a])
+        why = ("its capture records no module, range or stack to scope it" if index.launcher[a] != r
+               else "no capture attributes the replayed kernels")
+        for d in reversed(before):
+            if category_ok(index, d, check.kernel_order_categories):
+                findings.append(make_finding(
+                    rule, index, d, scope, f"{index.short_name[d]} ({index.category[d]}) runs before "
+                    f"{anchor_name} in {label}, after the previous GEMM (from the kernel order only: {why})",
+                    anchor_name))
+
+
+def run(rule, table, index):
+    level, anchors = find_anchors(rule, table, index)
+    if level is None:
+        return not_applicable(rule, anchor_reason(rule, table), absent=True)
+    if rule.spec.scope.is_named:
+        anchors = np.array(inside_any(index, named_scopes(index, rule), anchors.tolist()), dtype=np.int64)
+        if not len(anchors):
+            return not_applicable(rule, "no anchor lies inside the rule's [scope]")
+    notes = []
+    groups: dict[int, list[int]] = {-1: anchors.tolist()}
+    by_order: list[int] = []
+    if level == "kernel":
+        unattributed = _graph_replayed(index, anchors)
+        by_order = anchors[unattributed].tolist()
+        replay = index.replay[anchors]
+        groups = {-1: anchors[~unattributed & (replay < 0)].tolist()}
+        for a, r in zip(anchors.tolist(), replay.tolist()):
+            if r >= 0 and a not in by_order:
+                groups.setdefault(int(r), []).append(a)
+        if by_order:
+            notes.append(f"{len(by_order)} anchor kernel(s) replayed from CUDA graphs with no capture to attribute "
+                         "them: checked from the kernel order only (the kernel-order categories between the "
+                         "previous GEMM and the anchor)")
+    elif rule.spec.anchor.kernel:
+        notes.append("kernel-level check not applicable: the trace has no GPU events; checked at op level"
+                     if not table.has_device_events else
+                     f"no kernel matches {names.pattern_label(rule.spec.anchor.kernel)}; checked at op level")
+    findings: list = []
+    unscoped: list[int] = []
+    for replay, group in groups.items():
+        if not group:
+            continue
+        if replay < 0:
+            unscoped += _check_scoped(rule, index, level, group, replay, findings)
+            continue
+        with index.in_replay(replay):
+            missed = _check_scoped(rule, index, level, group, replay, findings)
+        by_order += missed   # a replay whose capture has no modules, ranges or stacks: kernel order decides
+    if by_order:
+        _check_by_kernel_order(rule, index, by_order, findings)
+        if len(by_order) > len(unscoped) and not any("kernel order" in n for n in notes):
+            notes.append(f"{len(by_order)} replayed anchor kernel(s) whose capture has no module, range or stack "
+                         "to scope them: checked from the kernel order only")
+    checked = len(anchors)
+    if checked and len(unscoped) == checked:
         return not_applicable(rule, "no anchor lies in a unit of one layer (every enclosing module, range or "
                                     "Python frame holds several GEMMs, modules or anchors, and so does the "
                                     "top-level op; or the trace has no ranges, modules or stacks): there is "
                                     "no scope to check")
     if unscoped:
-        notes.append(f"{unscoped} of {len(anchor_list)} anchor(s) lie in no unit of one layer (only coarse "
+        notes.append(f"{len(unscoped)} of {checked} anchor(s) lie in no unit of one layer (only coarse "
                      "ranges, modules or frames enclose them): not checked")
-    return decided(rule, findings, level, len(anchor_list), "; ".join(notes) or None)
+    return decided(rule, findings, level, checked, "; ".join(notes) or None)
 
 
 register(CheckKind(
