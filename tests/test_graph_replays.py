@@ -234,3 +234,37 @@ def test_graph_node_ids_decide_over_kernel_order(tmp_path):
 
     assert modules_of_first_replay(straight).isdisjoint(modules_of_first_replay(crossed))
     assert graph_replays(crossed).by_node_id == 2
+
+
+def test_a_baseline_of_the_fixed_replays_catches_the_fill_in_every_replay():
+    """KL801 on graph replays: the fixed decoder's replay + capture is the baseline; the new_ones one adds a
+    fill before the quant kernel in each linear's module, in each of the 3 replays, at the placeholder's line."""
+    from kernlint.baseline import build_baseline, profile_traces
+    from kernlint.rules.engine import check_traces
+
+    fixed = load_trace(_graph("new-empty-replay"), captures=[_graph("new-empty-capture")])
+    regressed = load_trace(_graph("new-ones-replay"), captures=[_graph("new-ones-capture")])
+    baseline = build_baseline(profile_traces([fixed]))
+    rules = [r for r in load_rules() if r.id in ("KL801", "KL805")]
+    against_itself = check_traces([load_trace(_graph("new-empty-replay"), captures=[_graph("new-empty-capture")])],
+                                  rules, baseline=baseline)
+    assert not [f for rep in against_itself for f in rep.findings]
+    reports = check_traces([regressed], rules, baseline=baseline)
+    added = [f for rep in reports for f in rep.findings if f.rule == "KL801"]
+    assert len(added) == 24 and all("FillFunctor" in f.event for f in added)
+    assert {f.source for f in added} == {"regressed/fp8_linear_new_ones.py:17"}
+    assert {f.scope for f in added} == {f"module Fp8BlockLinearNewOnes_{i}" for i in range(8)}
+    assert not [f for rep in reports for f in rep.findings if f.rule == "KL805"]
+
+
+def test_replay_findings_say_which_replay_and_capture(tmp_path):
+    out = tmp_path / "r.json"
+    _cli("check", _graph("new-ones-replay"), _graph("new-ones-capture"), "--select", "KL001", "--format", "json",
+         "-o", out, "--isolated")
+    details = [f["details"] for f in json.loads(out.read_text())["findings"]]
+    assert Counter(d["graph_replay"] for d in details) == {1: 8, 2: 8, 3: 8}
+    assert {d["capture"] for d in details} == {"capture 1", "capture 2"} and all(d["attributed"] for d in details)
+    alone = tmp_path / "alone.json"
+    _cli("check", _graph("new-ones-replay"), "--select", "KL001", "--format", "json", "-o", alone, "--isolated")
+    details = [f["details"] for f in json.loads(alone.read_text())["findings"]]
+    assert len(details) == 24 and not any(d["attributed"] or d["capture"] for d in details)

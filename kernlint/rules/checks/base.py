@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from kernlint.rules.result import Finding, RuleOutcome
+from kernlint.trace.graphs import graph_replays
 from kernlint.trace.names import frame_parts
 from kernlint.trace.scopes import WINDOW, Scope, ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS
@@ -101,8 +102,19 @@ def make_finding(rule: Rule, index: ScopeIndex, row: int, scope: Scope, message:
         top_op=str(index.name[top]) if top >= 0 else None,
         source=source if isinstance(source, str) else None, anchor=anchor, ts=float(index.launch_ts[row]),
         rank=index.table.meta.rank, function=function_of(index, int(index.user_frame[row])),
-        **finding_cost(index, row),
+        details=replay_details(index, row), **finding_cost(index, row),
     )
+
+
+def replay_details(index: ScopeIndex, row: int) -> dict | None:
+    """For an event replayed from a CUDA graph: which replay ran it (1-based, in time order), the capture it is
+    attributed to (its label) or none, and whether it was attributed at all (else: kernel order only)."""
+    replay = int(index.replay[row]) if row >= 0 else -1
+    if replay < 0:
+        return None
+    attributed = bool(index.launcher[row] != replay)
+    label = graph_replays(index.table).labels.get(replay) if attributed else None
+    return {"graph_replay": index.replay_number(replay), "capture": label, "attributed": attributed}
 
 
 def _rule_unit_of(index: ScopeIndex, rule: Rule, row: int) -> Scope | None:
