@@ -362,6 +362,18 @@ _capture_option = click.option(
     help="A trace that recorded the CUDA-graph captures the checked traces replay (vLLM's graph_capture_rank_*):"
          " replayed kernels are attributed to the captured launches (repeatable). Capture and replay traces "
          "given together, or in one folder, are paired by process and rank without it.")
+_suppression_options = _options(
+    click.option("--suppress-all", is_flag=True,
+                 help="Write every current finding into the suppressions file (kernlint-suppressions.json in the "
+                      "working directory, or --suppressions-location): later runs report only new ones."),
+    click.option("--suppress-rule", multiple=True, metavar="ID",
+                 help="Like --suppress-all, for this rule's findings only (repeatable)."),
+    click.option("--suppressions-location", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                 metavar="FILE", help="The suppressions file to read and write (default: kernlint-suppressions.json "
+                                      "in the working directory)."),
+    click.option("--prune-suppressions", is_flag=True,
+                 help="Remove from the suppressions file what no longer occurs."),
+)
 # Every option of `check` and `run` (and of what checks traces next).
 _check_options = _options(_selection_options, _baseline_options, _report_options, _verdict_options,
                           _parallel_options, _config_options, _debug_option)
@@ -399,6 +411,10 @@ class CheckOptions:
     backend: str | None = None
     scheduler: str | None = None
     captures: tuple[Path, ...] = ()
+    suppress_all: bool = False
+    suppress_rule: tuple[str, ...] = ()
+    suppressions_location: Path | None = None
+    prune_suppressions: bool = False
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
@@ -521,6 +537,7 @@ def _run_check(traces, options: CheckOptions, notes=()) -> int:
         comparison = compare_checked(baseline, checked, baseline_path=str(options.baseline),
                                      limits=config.thresholds, strict_env=options.strict_env)
     reports = combine_checked(checked, rules, baseline=comparison)
+    reports, suppressed = _suppressed(reports, rules, options, config)
     # Entries that could not be read (not files that were read and are not traces): not checked.
     unreadable = [(str(e.path), e.reason) for e in found.skipped if e.unreadable]
     code = EXIT_CLEAN if options.exit_zero else exit_status(reports, options.fail_on,
@@ -528,15 +545,51 @@ def _run_check(traces, options: CheckOptions, notes=()) -> int:
                                                             incomplete_input=bool(unreadable))
     result = CheckResult(reports=reports, rules=rules, exit_code=code, notes=list(notes),
                          skipped=[(str(e.path), e.reason) for e in found.skipped],
-                         ignored_files=found.ignored_count, unreadable=unreadable, tables=tables)
+                         ignored_files=found.ignored_count, unreadable=unreadable, tables=tables,
+                         suppressed=suppressed)
     _emit(_rendered(result, options), options.output)
     return code
+
+
+def _suppressed(reports, rules, options: CheckOptions, config: Config):
+    """Apply the suppressions (the bulk file, [per-source-ignores], inline comments); first write or prune the
+    bulk file when asked. Returns the reports left and what was suppressed."""
+    from kernlint.rules.suppressions import (
+        SUPPRESSIONS_FILE,
+        SuppressionFile,
+        apply_suppressions,
+        bulk_entries,
+        pruned,
+    )
+
+    location = options.suppressions_location or Path.cwd() / SUPPRESSIONS_FILE
+    known = {r.id for r in rules} | {r.name for r in rules}
+    for glob, ids in config.per_source_ignores.items():
+        for rule_id in ids:
+            if rule_id.upper() != "ALL" and rule_id.upper() not in known and rule_id.lower() not in known:
+                raise ConfigError(config.display, f"[per-source-ignores] {glob}: no rule {rule_id!r} (known: "
+                                                  f"{', '.join(sorted(r.id for r in rules))})",
+                                  config.line_of(f"per-source-ignores.{glob}"))
+    for rule_id in options.suppress_rule:
+        if rule_id.upper() not in {r.id for r in rules}:
+            raise ConfigError(None, f"--suppress-rule {rule_id}: no such rule among those checked")
+    file = SuppressionFile.read(location) if location.is_file() else None
+    findings = [f for r in reports for f in r.findings]
+    if options.suppress_all or options.suppress_rule:
+        new = bulk_entries(findings, None if options.suppress_all else options.suppress_rule)
+        file = SuppressionFile(location, {**(file.entries if file else {}), **new})
+        _write_atomically(location, file.text())
+    elif options.prune_suppressions and file is not None:
+        file = pruned(file, findings)
+        _write_atomically(location, file.text())
+    return apply_suppressions(reports, rules, file=file, per_source=config.per_source_ignores)
 
 
 @main.command(cls=_ConfiguredCommand)
 @click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
 @_check_options
 @_capture_option
+@_suppression_options
 def check(traces, **params):
     """Check torch.profiler traces (files, .json.gz, or TensorBoard log folders) against the rules."""
     options = CheckOptions.from_params(params)
@@ -766,6 +819,9 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
 
         if not replay:   # replaying recorded traces needs no torch; profiling does
             require_capture("kernlint audit")
+        # The format is resolved before any work: a format that cannot render this is refused at once.
+        render = replay_renderer(fmt) if replay else audit_renderer(fmt)
+        render_html = audit_renderer("html") if html_path is not None and not replay else None
         rules = load_rules()
         if replay:
             from kernlint.checkout import CHECKOUT_FIXTURES
@@ -778,7 +834,7 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
             if not result.results:  # nothing replayed is no evidence: never "0/0 as expected"
                 raise ConfigError(folder / "cases", "no case names a recorded trace (`trace = ...`): nothing to "
                                                     "replay")
-            _emit(replay_renderer(fmt)(result), output)
+            _emit(render(result), output)
             return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
         from kernlint.audit import audit_workloads, run_audit, workloads_not_run
         from kernlint.workloads import resolve_device
@@ -796,9 +852,9 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
                                baseline=_read_baseline(baseline) if baseline else None,
                                baseline_path=str(baseline or ""), limits=_current_config().thresholds,
                                strict_env=strict_env, keep_tables=html_path is not None, not_run=not_run)
-        if html_path is not None:
-            _write_atomically(html_path, audit_renderer("html")(result))
-        _emit(audit_renderer(fmt)(result), output)
+        if render_html is not None:
+            _write_atomically(html_path, render_html(result))
+        _emit(render(result), output)
         return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
 
     _guarded(body, debug)

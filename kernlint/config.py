@@ -45,6 +45,7 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "baseline": ("path", "--baseline"),
     "severity": ("severity-table", None),
     "thresholds": ("thresholds-table", None),
+    "per-source-ignores": ("ignores-table", None),
 }
 # The rule selection is resolved in layers (config, then command line), as ruff does: not a plain default.
 SELECTION_KEYS = ("select", "extend-select", "ignore")
@@ -89,6 +90,8 @@ class Config:
     values: dict[str, Any] = field(default_factory=dict)
     severity: dict[str, str] = field(default_factory=dict)
     thresholds: Thresholds = Thresholds()
+    # [per-source-ignores]: a glob of a finding's source path -> rule ids, names or ALL (ruff's per-file-ignores).
+    per_source_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
     warnings: tuple[ConfigWarning, ...] = ()
     lines: dict[str, int] = field(default_factory=dict)   # "select", "severity.KL002", "thresholds.alpha"
     how: str = "no config file found"                     # how it was chosen, for `-v`
@@ -291,6 +294,7 @@ def load_config(path: str | Path, *, formats: Iterable[str] | None = None, how: 
     values: dict[str, Any] = {}
     severity: dict[str, str] = {}
     thresholds = Thresholds()
+    ignores: dict[str, tuple[str, ...]] = {}
     base = path.absolute().parent
     for key, value in section.items():
         if key not in KEYS:
@@ -302,13 +306,16 @@ def load_config(path: str | Path, *, formats: Iterable[str] | None = None, how: 
         kind = KEYS[key][0]
         if kind == "severity-table":
             severity = _severity_table(config, value)
+        elif kind == "ignores-table":
+            ignores = _ignores_table(config, value)
         elif kind == "thresholds-table":
             thresholds, more = _thresholds_table(config, value, table_name)
             warnings += more
         else:
             values[key] = _convert(config, key, kind, value, base, formats)
     return Config(path=path, display=display, table=table_name, values=values, severity=severity,
-                  thresholds=thresholds, warnings=tuple(warnings), lines=lines, how=how)
+                  thresholds=thresholds, per_source_ignores=ignores, warnings=tuple(warnings), lines=lines,
+                  how=how)
 
 
 def _convert(config: Config, key: str, kind: str, value: object, base: Path,
@@ -349,6 +356,19 @@ def _convert(config: Config, key: str, kind: str, value: object, base: Path,
             raise fail(f"one of {', '.join(known)}" if known else "an output format name")
         return value
     raise AssertionError(kind)  # pragma: no cover - every kind of KEYS is handled above
+
+
+def _ignores_table(config: Config, value: object) -> dict[str, tuple[str, ...]]:
+    if not isinstance(value, dict):
+        raise config.error("per-source-ignores", "per-source-ignores: expected a table (\"glob\" = [rule ids]), "
+                                                 f"got {_type_name(value)}")
+    out = {}
+    for glob, ids in value.items():
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i.strip() for i in ids):
+            raise config.error(f"per-source-ignores.{glob}", f"[per-source-ignores] {glob}: expected a non-empty "
+                                                             f"array of rule ids, names or ALL, got {_type_name(ids)}")
+        out[glob] = tuple(i.strip() for i in ids)
+    return out
 
 
 def _severity_table(config: Config, value: object) -> dict[str, str]:

@@ -67,6 +67,14 @@ def _finding(f) -> dict:
     return item
 
 
+def _suppressed(result: CheckResult) -> dict:
+    from kernlint.rules.suppressions import suppression_counts
+
+    items = getattr(result, "suppressed", [])
+    return {"count": len(items), "by": suppression_counts(items),
+            "findings": [{**_finding(s.finding), "how": s.how, "reason": s.reason} for s in items]}
+
+
 def to_dict(result: CheckResult) -> dict:
     findings = [_finding(f) for f in result.findings]
     counts = {s: sum(1 for f in result.findings if f.severity == s) for s in ("error", "warning", "info")}
@@ -86,6 +94,7 @@ def to_dict(result: CheckResult) -> dict:
         "skipped": [{"path": p, "reason": why, "unreadable": (p, why) in unreadable} for p, why in result.skipped],
         "ignored_files": result.ignored_files,
         "notes": list(result.notes),
+        "suppressed": _suppressed(result),
         "traces": [
             {"path": rep.trace, "subject": rep.subject, "events": rep.events,
              "has_device_events": rep.has_device_events, "has_stacks": rep.has_stacks, "rank": rep.rank,

@@ -23,6 +23,8 @@ class CheckResult:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     # The event tables the reports were made from: the visual formats (html) draw timelines from them.
     tables: list = field(default_factory=list, repr=False)
+    # Findings taken out by suppressions (kernlint.rules.suppressions.Suppressed): every format says so.
+    suppressed: list = field(default_factory=list)
 
     @property
     def traces_checked(self) -> int:

@@ -205,6 +205,17 @@ def _notifications(result: CheckResult, rule_index: dict[str, int]) -> list[dict
     return found
 
 
+def _suppressed_result(s, rule_index: dict[str, int]) -> dict:
+    """A suppressed finding, as SARIF keeps one: the result with its suppression (inline comments are in
+    source; the suppressions file and [per-source-ignores] are external)."""
+    item = _result(s.finding, rule_index)
+    suppression = {"kind": "inSource" if s.how == "inline" else "external", "status": "accepted"}
+    if s.reason:
+        suppression["justification"] = _line(s.reason)
+    item["suppressions"] = [suppression]
+    return item
+
+
 def to_dict(result: CheckResult) -> dict:
     rule_index = {rule.id: i for i, rule in enumerate(result.rules)}
     invocation = {
@@ -226,7 +237,8 @@ def to_dict(result: CheckResult) -> dict:
         "runs": [{
             "tool": {"driver": driver},
             "invocations": [invocation],
-            "results": [_result(f, rule_index) for f in sorted_findings(result.findings)],
+            "results": [_result(f, rule_index) for f in sorted_findings(result.findings)]
+            + [_suppressed_result(s, rule_index) for s in getattr(result, "suppressed", [])],
         }],
     })
 

@@ -94,7 +94,25 @@ def _clean_line(result: CheckResult, verbosity: int) -> Text:
     return line
 
 
+def _suppressed_part(result: CheckResult) -> str:
+    """`3 suppressed (2 file, 1 inline)`, or "" when nothing was."""
+    from kernlint.rules.suppressions import suppression_counts
+
+    if not result.suppressed:
+        return ""
+    by = ", ".join(f"{n} {how}" for how, n in suppression_counts(result.suppressed).items())
+    return f"{len(result.suppressed)} suppressed ({by})"
+
+
 def _summary(result: CheckResult, verbosity: int = NORMAL) -> Text:
+    line = _summary_line(result, verbosity)
+    suppressed = _suppressed_part(result)
+    if suppressed:
+        line.append(f"; {suppressed}", style="dim")
+    return line
+
+
+def _summary_line(result: CheckResult, verbosity: int) -> Text:
     n = len(result.findings)
     checked = f"{result.traces_checked} trace(s) with {len(result.rules)} rule(s)"
     gaps = _gaps(result)
@@ -176,6 +194,13 @@ def render(result: CheckResult, verbosity: int = NORMAL) -> Group:
                           f"{'it holds' if one else 'they hold'} was not checked:", style=_INCOMPLETE_STYLE))
         for path, why in result.unreadable:
             parts.append(_t(f"  {printable(path)}: {printable(why)}", _INCOMPLETE_STYLE))
+    if verbosity >= VERBOSE and result.suppressed:
+        parts.append(Text(f"Suppressed {len(result.suppressed)} finding(s):", style="dim"))
+        for s in result.suppressed:
+            f = s.finding
+            why = f" ({printable(s.reason)})" if s.reason else ""
+            parts.append(_t(f"  {printable(f.rule)} {printable(f.message)} [{printable(f.source or '-')}]: "
+                            f"{s.how}{why}", "dim"))
     if verbosity >= VERBOSE:
         if not_traces:
             parts.append(Text(f"Skipped {len(not_traces)} file(s) that are not kineto traces:", style="yellow"))

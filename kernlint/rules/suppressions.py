@@ -1,0 +1,193 @@
+"""Suppressions, the ways ruff and ESLint users know, applied to checked reports before the exit status:
+
+- a bulk file like ESLint's (`kernlint-suppressions.json`): fingerprints with counts, written by
+  `check --suppress-all` / `--suppress-rule ID`; a later run reports a fingerprint only beyond its count;
+  `--prune-suppressions` drops what no longer occurs;
+- `[per-source-ignores]` in the config, like ruff's `per-file-ignores`: a glob of the finding's source path ->
+  rule ids (or ALL);
+- an inline `# kernlint: ignore[KL401]` comment (several ids comma-separated; none: every rule) on the source
+  line a finding names, read from the working tree when the file is there; text after it is the reason.
+
+A suppressed finding leaves its rule's verdict: a rule whose every failing finding is suppressed passes. What
+was suppressed, and how, is returned with the reports, so every output can say so.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernlint.errors import ConfigError
+from kernlint.rules.result import STATUS_FAILED, STATUS_PASSED, Finding, RuleOutcome, TraceReport
+from kernlint.rules.severity import SEVERITY_ORDER
+
+SUPPRESSIONS_FILE = "kernlint-suppressions.json"
+SUPPRESSIONS_VERSION = 1
+# `# kernlint: ignore` or `# kernlint: ignore[KL401, KL502]`, then an optional reason.
+_INLINE = re.compile(r"#\s*kernlint:\s*ignore(?:\[(?P<ids>[^\]]*)\])?(?P<reason>.*)$", re.IGNORECASE)
+HOW = ("file", "per-source", "inline")
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    finding: Finding
+    how: str                  # one of HOW
+    reason: str | None = None
+
+
+@dataclass
+class SuppressionFile:
+    """The bulk suppressions: finding fingerprint -> (rule, how many occurrences are suppressed)."""
+
+    path: Path
+    entries: dict[str, dict] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Path) -> SuppressionFile:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(path, f"cannot read the suppressions file: {exc.strerror or exc}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(path, f"not a kernlint suppressions file (not JSON: {exc})") from None
+        entries = data.get("suppressions") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or data.get("version") != SUPPRESSIONS_VERSION or not isinstance(entries, dict):
+            raise ConfigError(path, f"not a kernlint suppressions file (expected version {SUPPRESSIONS_VERSION} "
+                                    "and a `suppressions` object)")
+        for key, entry in entries.items():
+            if not (isinstance(entry, dict) and isinstance(entry.get("count"), int) and entry["count"] > 0
+                    and isinstance(entry.get("rule"), str)):
+                raise ConfigError(path, f"suppression {key!r}: expected {{\"rule\": ID, \"count\": N > 0}}")
+        return cls(path, dict(entries))
+
+    def text(self) -> str:
+        ordered = dict(sorted(self.entries.items(), key=lambda kv: (kv[1]["rule"], kv[0])))
+        return json.dumps({"version": SUPPRESSIONS_VERSION, "suppressions": ordered}, indent=2) + "\n"
+
+
+def bulk_entries(findings: Iterable[Finding], rules: Iterable[str] | None = None) -> dict[str, dict]:
+    """Suppression entries for these findings (those of `rules` only, when given: ids, any case)."""
+    wanted = {r.upper() for r in rules} if rules is not None else None
+    counts = Counter(f.fingerprint for f in findings if wanted is None or f.rule.upper() in wanted)
+    rule_of = {f.fingerprint: f.rule for f in findings}
+    return {key: {"rule": rule_of[key], "count": n} for key, n in counts.items()}
+
+
+def pruned(file: SuppressionFile, findings: Iterable[Finding]) -> SuppressionFile:
+    """The entries that still occur, each down to how often it occurs now."""
+    now = Counter(f.fingerprint for f in findings)
+    kept = {k: {**e, "count": min(e["count"], now[k])} for k, e in file.entries.items() if now.get(k)}
+    return SuppressionFile(file.path, kept)
+
+
+class _InlineComments:
+    """`# kernlint: ignore[...]` on source lines, read once per file from the working tree."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._lines: dict[str, list[str] | None] = {}
+
+    def at(self, source: str | None) -> tuple[set[str] | None, str] | None:
+        """(the ids the comment names, None for every rule; its reason) on the line `source` (file:line)."""
+        if not source or ":" not in source:
+            return None
+        file, _, line = source.rpartition(":")
+        if not line.isdigit():
+            return None
+        lines = self._read(file)
+        n = int(line)
+        if lines is None or not 1 <= n <= len(lines):
+            return None
+        m = _INLINE.search(lines[n - 1])
+        if not m:
+            return None
+        ids = m.group("ids")
+        named = None if ids is None else {i.strip().upper() for i in ids.split(",") if i.strip()}
+        return named, m.group("reason").strip(" :-—") or ""
+
+    def _read(self, file: str) -> list[str] | None:
+        if file not in self._lines:
+            path = Path(file) if Path(file).is_absolute() else self.root / file
+            try:
+                self._lines[file] = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                self._lines[file] = None
+        return self._lines[file]
+
+
+def _per_source(ignores: Mapping[str, Sequence[str]], finding: Finding) -> str | None:
+    """The glob of `ignores` that silences this finding's rule at its source, if any."""
+    if not finding.source:
+        return None
+    path = finding.source.rpartition(":")[0] or finding.source
+    for glob, ids in ignores.items():
+        if fnmatch.fnmatchcase(path, glob) or fnmatch.fnmatchcase(path, f"*/{glob}"):
+            if any(i.upper() == "ALL" or i.upper() == finding.rule.upper() or i.lower() == finding.name
+                   for i in ids):
+                return glob
+    return None
+
+
+def _verdict(outcome: RuleOutcome, kept: list[Finding], floors: Mapping[str, int]) -> RuleOutcome:
+    if outcome.status != STATUS_FAILED:
+        return dataclasses.replace(outcome, findings=kept)
+    floor = floors.get(outcome.rule, SEVERITY_ORDER.get(outcome.severity, 0))
+    failing = any(SEVERITY_ORDER[f.severity] >= floor for f in kept)
+    return dataclasses.replace(outcome, findings=kept, status=STATUS_FAILED if failing else STATUS_PASSED)
+
+
+def apply_suppressions(reports: Sequence[TraceReport], rules: Sequence, *, file: SuppressionFile | None = None,
+                       per_source: Mapping[str, Sequence[str]] | None = None, root: Path | None = None,
+                       inline: bool = True) -> tuple[list[TraceReport], list[Suppressed]]:
+    """The reports with suppressed findings taken out (verdicts recomputed), and what was suppressed."""
+    floors = {}
+    for r in rules:
+        floor = SEVERITY_ORDER[r.severity]
+        scope = getattr(r.spec, "scope", None)
+        if scope is not None and scope.window:
+            floor = min(floor, SEVERITY_ORDER[scope.window_severity])
+        floors[r.id] = floor
+    budget = Counter({k: e["count"] for k, e in (file.entries.items() if file else ())})
+    comments = _InlineComments(root or Path.cwd()) if inline else None
+    suppressed: list[Suppressed] = []
+    out = []
+    for report in reports:
+        outcomes = []
+        for o in report.outcomes:
+            kept = []
+            for f in o.findings:
+                hit = _suppression_of(f, budget, per_source or {}, comments)
+                if hit is None:
+                    kept.append(f)
+                else:
+                    suppressed.append(Suppressed(f, *hit))
+            outcomes.append(_verdict(o, kept, floors) if len(kept) != len(o.findings) else o)
+        out.append(dataclasses.replace(report, outcomes=outcomes))
+    return out, suppressed
+
+
+def _suppression_of(f: Finding, budget: Counter, per_source, comments) -> tuple[str, str | None] | None:
+    if comments is not None:
+        found = comments.at(f.source)
+        if found is not None:
+            named, reason = found
+            if named is None or f.rule.upper() in named or f.name.upper() in named:
+                return "inline", reason or None
+    glob = _per_source(per_source, f)
+    if glob is not None:
+        return "per-source", f"[per-source-ignores] {glob}"
+    if budget.get(f.fingerprint, 0) > 0:
+        budget[f.fingerprint] -= 1
+        return "file", None
+    return None
+
+
+def suppression_counts(suppressed: Iterable[Suppressed]) -> dict[str, int]:
+    """How many findings each kind of suppression took out (kinds with none left out)."""
+    counts = Counter(s.how for s in suppressed)
+    return {how: counts[how] for how in HOW if counts[how]}

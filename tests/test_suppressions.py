@@ -1,0 +1,107 @@
+"""Suppressions (kernlint.rules.suppressions): the bulk file, [per-source-ignores], inline comments; and that
+every output says what was suppressed. Traces: the H200 fixtures in fixtures/traces/gpu (9 findings: KL001 in
+regressed/fp8_linear_new_ones.py and functional_*_regressed.py, KL002 in regressed/dummy_init_old.py)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GPU = REPO / "fixtures" / "traces" / "gpu"
+NEW_ONES = GPU / "placeholder_new_ones.pt.trace.json.gz"   # one KL001 at regressed/fp8_linear_new_ones.py:17
+CLEAN = GPU / "placeholder_new_empty.pt.trace.json.gz"
+
+
+def _check(cwd: Path, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kernlint", "check", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _json(cwd: Path, *args) -> dict:
+    out = cwd / "out.json"
+    _check(cwd, *args, "--format", "json", "-o", out)
+    return json.loads(out.read_text())
+
+
+def test_suppress_all_then_a_second_run_is_clean_and_says_how_many(tmp_path):
+    first = _check(tmp_path, GPU, "--suppress-all")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "9 suppressed (9 file)" in first.stdout
+    saved = json.loads((tmp_path / "kernlint-suppressions.json").read_text())
+    assert saved["version"] == 1 and sum(e["count"] for e in saved["suppressions"].values()) == 9
+    again = _check(tmp_path, GPU)
+    assert again.returncode == 0 and "no findings" in again.stdout and "9 suppressed (9 file)" in again.stdout
+    data = _json(tmp_path, GPU)
+    assert data["findings"] == [] and data["suppressed"]["count"] == 9 and data["suppressed"]["by"] == {"file": 9}
+    assert {f["how"] for f in data["suppressed"]["findings"]} == {"file"}
+    sarif = tmp_path / "out.sarif"
+    _check(tmp_path, GPU, "--format", "sarif", "-o", sarif)
+    results = json.loads(sarif.read_text())["runs"][0]["results"]
+    assert len(results) == 9 and all(r["suppressions"] == [{"kind": "external", "status": "accepted"}]
+                                     for r in results)
+    assert "Suppressed 9 finding(s):" in _check(tmp_path, GPU, "-v").stdout
+
+
+def test_a_finding_beyond_its_suppressed_count_is_reported(tmp_path):
+    _check(tmp_path, GPU, "--suppress-all")
+    path = tmp_path / "kernlint-suppressions.json"
+    saved = json.loads(path.read_text())
+    key = next(k for k, e in saved["suppressions"].items() if e["count"] == 2)
+    saved["suppressions"][key]["count"] = 1
+    path.write_text(json.dumps(saved))
+    proc = _check(tmp_path, GPU)
+    assert proc.returncode == 1 and "Found 1 finding(s)" in proc.stdout and "8 suppressed" in proc.stdout
+
+
+def test_suppress_rule_and_prune(tmp_path):
+    location = tmp_path / "nested" / "supp.json"
+    location.parent.mkdir()
+    proc = _check(tmp_path, GPU, "--suppress-rule", "KL002", "--suppressions-location", location)
+    assert proc.returncode == 1   # the KL001 findings remain
+    saved = json.loads(location.read_text())["suppressions"]
+    assert {e["rule"] for e in saved.values()} == {"KL002"}
+    assert not (tmp_path / "kernlint-suppressions.json").exists()
+    # A run where those findings no longer occur prunes them.
+    _check(tmp_path, CLEAN, "--suppressions-location", location, "--prune-suppressions")
+    assert json.loads(location.read_text())["suppressions"] == {}
+
+
+def test_per_source_ignores_silence_one_rule_for_one_source_only(tmp_path):
+    (tmp_path / "kernlint.toml").write_text('[per-source-ignores]\n"regressed/fp8_linear_new_ones.py" = ["KL001"]\n')
+    data = _json(tmp_path, GPU)
+    assert data["suppressed"]["by"] == {"per-source": 3}   # placeholder_new_ones 1, block_regressed 2
+    assert {f["source"] for f in data["suppressed"]["findings"]} == {"regressed/fp8_linear_new_ones.py:17"}
+    left = {(f["rule"], f["source"].split(":")[0]) for f in data["findings"]}
+    assert ("KL002", "regressed/dummy_init_old.py") in left                      # another rule: reported
+    assert ("KL001", "functional_regressed.py") in left                          # another source: reported
+    assert not any(src == "regressed/fp8_linear_new_ones.py" for _, src in left)
+    (tmp_path / "kernlint.toml").write_text('[per-source-ignores]\n"*.py" = ["KL999"]\n')
+    bad = _check(tmp_path, CLEAN)
+    assert bad.returncode == 2 and "kernlint.toml:2: [per-source-ignores] *.py: no rule 'KL999'" in bad.stderr
+
+
+def test_an_inline_comment_on_the_source_line_suppresses_with_its_reason(tmp_path):
+    source = tmp_path / "regressed" / "fp8_linear_new_ones.py"
+    source.parent.mkdir()
+    lines = ["# stand-in"] * 20
+    lines[16] = "    def _placeholder_scale(self, x):  # kernlint: ignore[KL001] kept until the fused kernel lands"
+    source.write_text("\n".join(lines) + "\n")
+    data = _json(tmp_path, NEW_ONES)
+    assert data["findings"] == [] and data["suppressed"]["by"] == {"inline": 1}
+    assert data["suppressed"]["findings"][0]["reason"] == "kept until the fused kernel lands"
+    sarif = tmp_path / "out.sarif"
+    _check(tmp_path, NEW_ONES, "--format", "sarif", "-o", sarif)
+    (result,) = json.loads(sarif.read_text())["runs"][0]["results"]
+    assert result["suppressions"][0]["kind"] == "inSource"
+    lines[16] = "    def _placeholder_scale(self, x):  # kernlint: ignore[KL002]"
+    source.write_text("\n".join(lines) + "\n")
+    assert _check(tmp_path, NEW_ONES).returncode == 1   # another rule's id: not suppressed
+
+
+def test_a_broken_suppressions_file_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "kernlint-suppressions.json").write_text("{not json")
+    proc = _check(tmp_path, CLEAN)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "kernlint-suppressions.json: not a kernlint suppressions file" in proc.stderr
