@@ -273,3 +273,42 @@ def test_partly_unplaced_anchors_are_named_in_the_note(tmp_path):
     o = outcome(path, kl001)
     assert o.status == "passed" and o.instances == 2
     assert o.note.startswith("1 of 2 anchor(s) lie in no unit of one layer")
+
+
+def test_inductor_kernels_named_after_a_fused_quant_input_are_not_anchors(tmp_path):
+    """torch.compile names `triton_red_fused__fused_rms_norm_scale_1x128_0` after the ops it fused (an RMSNorm
+    feeding the quant): it matched @act-quant-1x128-kernel and doubled KL001's anchors (issue 24, cause 11)."""
+    import json
+
+    path = _synthetic(tmp_path, "cudaLaunchKernel")
+    data = json.loads(path.read_text())
+    data["traceEvents"] += [
+        {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 25, "dur": 2,
+         "args": {"correlation": 4}},
+        {"ph": "X", "cat": "kernel", "name": "triton_red_fused__fused_rms_norm_scale_1x128_0", "pid": 0, "tid": 7,
+         "ts": 51, "dur": 0.5, "args": {"correlation": 4}},
+    ]
+    path.write_text(json.dumps(data))
+    o = outcome(path, shipped("KL001"))
+    assert o.instances == 1 and o.level == "kernel"
+    assert any("FillFunctor" in f.event for f in o.findings)   # the real anchor is still judged
+
+
+def test_a_tensor_from_numpy_is_not_built_from_python_data(tmp_path, record):
+    """KL502: torch.from_numpy shares the array (zero-copy); its aten::lift_fresh is not data built from Python
+    objects (issue 24, cause 4). torch.tensor(list) in the same forward still is."""
+    import numpy as np
+
+    array = np.arange(16, dtype=np.float32)
+
+    def forward_from_numpy():
+        return torch.from_numpy(array) * 2
+
+    def forward_from_list():
+        return torch.from_numpy(array) * torch.tensor([1.0, 2.0]).sum()
+
+    kl502 = shipped("KL502")
+    clean = outcome(record(forward_from_numpy), kl502)
+    assert clean.status == "passed" and clean.instances >= 1, clean
+    listed = outcome(record(forward_from_list), kl502)
+    assert listed.status == "failed" and len(listed.findings) == 1, [f.message for f in listed.findings]

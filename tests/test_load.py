@@ -84,7 +84,7 @@ def test_tensorboard_layout_folder_is_searched_recursively(tmp_path):
     (b'{"traceEvents": [' + b'{"ph": "X"}, ' * 9000 + b'{"args": 3}]}', "at `$.traceEvents[9000].args`"),
     (b"[", "not valid JSON"),                 # the array form, cut short: a trace error, not a crash
     (b'[{"ph": "X", "name": "a"', "not valid JSON"),
-    (gzip.compress(b"{broken")[:-6], "not a valid gzip file"),
+    (gzip.compress(b"{broken", mtime=0)[:-6], "not a valid gzip file"),
 ])
 def test_bad_trace_files_raise_one_clear_error(tmp_path, content, problem):
     path = tmp_path / "bad.json"

@@ -276,6 +276,22 @@ NAMED_CASES = {
     "cast-op": [
         ("aten::_to_copy", True), ("aten::to", False), ("aten::copy_", False), ("aten::_to_copy_out", False),
     ],
+    "zero-copy-tensor-frame": [
+        ("<built-in method from_numpy of type object at 0x7f10892cea40>", True),
+        ("<built-in method frombuffer of type object at 0x7f10892cea40>", True),
+        ("<built-in method tensor of type object at 0x7f10892cea40>", False),
+        ("<built-in method as_tensor of type object at 0x7f10892cea40>", False),
+        ("model.py(12): from_numpy", False),
+    ],
+    "inductor-generated-kernel": [
+        ("triton_red_fused__fused_rms_norm_scale_1x128_0", True),
+        ("triton_poi_fused_mul_scale_1x128_silu_split_1", True),
+        ("triton_per_fused__to_copy_add_mean_pow_rsqrt_0", True),
+        ("triton_tem_fused_mm_0", True),
+        ("scale_1x128_kernel", False),
+        ("_per_token_group_quant_fp8", False),
+        ("triton_kernel_unified_attention", False),
+    ],
     "act-quant-1x128-kernel": [
         ("void tensorrt_llm::kernels::fp8_blockscale_gemm::scale_1x128_kernel<__nv_bfloat16>(__nv_fp8_e4m3*, "
          "float*, __nv_bfloat16 const*, int, int)", True),

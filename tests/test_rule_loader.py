@@ -7,6 +7,7 @@ import pytest
 
 from kernlint.errors import ConfigError, RuleFileError
 from kernlint.rules.loader import load_rules, parse_rule_file, select_rules
+from kernlint.trace.names import named_pattern
 
 GOOD = """\
 id = "KL900"
@@ -178,3 +179,16 @@ def test_deep_nesting_is_a_rule_file_error_not_a_traceback(tmp_path, value):
     with pytest.raises(RuleFileError) as info:
         parse_rule_file(path)
     assert str(info.value).startswith(f"{path}: ") and "nested too deeply" in str(info.value)
+
+
+def test_exclude_frames_patterns_are_checked_and_expanded_at_load(tmp_path):
+    """exclude-frames was in no pattern list: a bad regex was an internal error at check time and `@name`
+    was never expanded (issue 19). Now it is a RuleFileError with its line, and @names expand."""
+    text = GOOD.replace('type = "max-count"\nkinds = ["kernel"]\nmax = 3',
+                        'type = "forbid-sync-in-scope"\nop-categories = ["sync"]\nexclude-frames = ["(a)\\\\1"]')
+    with pytest.raises(RuleFileError) as err:
+        parse_rule_file(_write(tmp_path, text))
+    assert err.value.line == 12 and "exclude-frames" in err.value.problem   # the exclude-frames line
+    text = text.replace('exclude-frames = ["(a)\\\\1"]', 'exclude-frames = ["@zero-copy-tensor-frame"]')
+    rule = parse_rule_file(_write(tmp_path, text))
+    assert rule.spec.check.exclude_frames == [named_pattern("zero-copy-tensor-frame")]

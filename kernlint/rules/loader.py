@@ -112,7 +112,8 @@ def _path_parts(path: str) -> list[str]:
 _PATTERN_KEYS = (("anchor", "kernel"), ("anchor", "op"), ("scope", "annotations"), ("scope", "modules"),
                  ("scope", "frames"), ("scope", "ops"), ("scope", "steps"), ("scope", "setup-annotations"),
                  ("scope", "setup-frames"),
-                 ("check", "names"), ("check", "producers"), ("check", "sources"), ("check", "ops"))
+                 ("check", "names"), ("check", "producers"), ("check", "sources"), ("check", "ops"),
+                 ("check", "exclude-frames"))
 
 
 def _expand_named_patterns(data: dict, path: Path, text: str) -> None:
@@ -199,6 +200,7 @@ def _validate(rule: Rule, path: Path, text: str) -> None:
     for key in ("annotations", "modules", "frames", "ops", "steps", "setup_annotations", "setup_frames"):
         regexes += [(p, ["scope", key.replace("_", "-")]) for p in getattr(spec.scope, key)]
     regexes += [(p, ["check", "names"]) for p in getattr(check, "names", ())]
+    regexes += [(p, ["check", "exclude-frames"]) for p in getattr(check, "exclude_frames", ())]
     for pattern, where in regexes:
         if pattern is None:
             continue

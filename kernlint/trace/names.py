@@ -348,6 +348,13 @@ NAMED_PATTERNS: dict[str, str] = {
     # Not per-tensor / per-token quantization (dynamic_scaled_fp8_quant_kernel,
     # dynamic_per_token_scaled_fp8_quant_kernel), 128x128 weight blocks (scale_128x128_kernel,
     # per_block_cast_to_fp8), int8-only kernels (per_token_group_quant_int8) or dequantization.
+    # Tensors made from a NumPy array or a buffer they share, not copied from Python data: the profiler shows
+    # their aten::lift_fresh under the builtin's frame (torch.from_numpy, torch.frombuffer, torch.from_dlpack).
+    "zero-copy-tensor-frame": r"^<built-in method (?:from_numpy|frombuffer|from_dlpack) ",
+    # torch.compile's generated Triton kernels (inductor), named after the ops they fused: pointwise, reduction,
+    # persistent reduction, template. `triton_red_fused__fused_rms_norm_scale_1x128_0` holds an RMSNorm fused
+    # with the quant's input, not the quant: such a kernel is never an anchor by a substring of its name.
+    "inductor-generated-kernel": r"^triton_(?:poi|red|per|tem)_",
     "act-quant-1x128-kernel": r"(?<![A-Za-z0-9])(?:scale_1x128(?!\d)|per_token_group_quant_(?:fp8|8bit)"
                               r"|per_token_cast_to_fp8)",
     # Ops and record_function ranges of the same quantization (CPU traces, or ops above the kernel):

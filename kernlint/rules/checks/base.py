@@ -16,6 +16,7 @@ import msgspec
 from kernlint.rules.result import Finding, RuleOutcome
 from kernlint.trace.graphs import graph_replays
 from kernlint.trace.names import frame_parts
+from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.scopes import WINDOW, Scope, ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS
 
@@ -167,3 +168,21 @@ def baseline_finding(rule: Rule, comparison, program: str, message: str, *, trac
         event_category=launch.category if launch else "", launch_op=(launch.op or None) if launch else None,
         top_op=None, source=(launch.source or None) if launch else None, anchor=None, ts=float("nan"), rank=rank,
         device_us=device_us, bytes=bytes, details=details)
+
+
+def under_frames(index, row: int, patterns: list[str], cache: dict[int, bool]) -> bool:
+    """Whether a Python frame on the row's stack matches one of `patterns` (False without stacks)."""
+    f, seen, verdict = int(index.frame_col[row]), [], False
+    while f >= 0:
+        known = cache.get(f)
+        if known is not None:
+            verdict = known
+            break
+        seen.append(f)
+        if any(compile_pattern(p).search(str(index.name[f])) for p in patterns):
+            verdict = True
+            break
+        f = int(index.frame_col[f])
+    for x in seen:
+        cache[x] = verdict
+    return verdict

@@ -25,6 +25,9 @@ def find_anchors(rule, table, index) -> tuple[str | None, np.ndarray]:
     anchor = rule.spec.anchor
     if anchor.kernel and table.has_device_events:
         rows = rows_matching(index, DEVICE_KINDS, anchor.kernel)
+        # Inductor names its kernels after the ops it fused: a name that merely contains the anchor's is not one.
+        generated = rows_matching(index, DEVICE_KINDS, names.named_pattern("inductor-generated-kernel"))
+        rows = np.setdiff1d(rows, generated, assume_unique=True) if len(generated) else rows
         if len(rows):
             return "kernel", rows
     if anchor.op:

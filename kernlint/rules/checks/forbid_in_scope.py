@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register, under_frames
 from kernlint.rules.checks.dead_fill import op_args
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.rows import HOST_KINDS, EventFilter, outermost
@@ -18,6 +18,9 @@ class ForbidInScope(CheckSpec, tag="forbid-in-scope"):
     # An op whose first argument was recorded as 0-dim does not count: a Python scalar lifted to a tensor
     # (`x[mask] = -inf`), not data built on the host. Needs shapes: without them the rule is not applicable.
     skip_scalar_inputs: bool = False
+    # Python frames (regexes, or @names) under which an event does not count: torch.from_numpy's lift is of
+    # a NumPy array it shares, not of Python data.
+    exclude_frames: list[str] = []
 
 
 def _scalar_input(args, row: int) -> bool:
@@ -66,9 +69,12 @@ def run(rule, table, index):
             return not_applicable(rule, "the trace has no input shapes (record with record_shapes=True): a Python "
                                         "scalar lifted to a tensor cannot be told from data built on the host")
     findings = []
+    excluded, cache = rule.spec.check.exclude_frames, {}
     for scope in scopes:
         for r in scope_rows(index, scope, flt, rule.spec.check.nested):
             if args is not None and index.kind[r] == "op" and _scalar_input(args, r):
+                continue
+            if excluded and under_frames(index, r, excluded, cache):
                 continue
             event = str(index.short_name[r])
             findings.append(make_finding(rule, index, r, scope, f"{event} in {scope.label}", None))

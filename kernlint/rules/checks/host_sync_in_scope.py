@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register, under_frames
 from kernlint.rules.checks.forbid_in_scope import needs_a_filter, scope_rows
 from kernlint.rules.result import decided, not_applicable
-from kernlint.trace.patterns import compile_pattern
+from kernlint.trace.graphs import capture_windows
 from kernlint.trace.rows import EventFilter, outermost
 from kernlint.trace.scopes import WINDOW
 
@@ -31,24 +31,10 @@ class ForbidSyncInScope(CheckSpec, tag="forbid-sync-in-scope"):
     # Python frames (regexes) under which an event does not count: a library's own deliberate sync, such as
     # the torch.cuda.synchronize() that torch.cuda.graph runs before capture begins.
     exclude_frames: list[str] = []
-
-
-def under_frames(index, row: int, patterns: list[str], cache: dict[int, bool]) -> bool:
-    """Whether a Python frame on the row's stack matches one of `patterns` (False without stacks)."""
-    f, seen, verdict = int(index.frame_col[row]), [], False
-    while f >= 0:
-        known = cache.get(f)
-        if known is not None:
-            verdict = known
-            break
-        seen.append(f)
-        if any(compile_pattern(p).search(str(index.name[f])) for p in patterns):
-            verdict = True
-            break
-        f = int(index.frame_col[f])
-    for x in seen:
-        cache[x] = verdict
-    return verdict
+    # Where the scope's thread records stream captures (BeginCapture .. EndCapture), only syncs inside one
+    # count: the rest of a capture function (warm-up runs, input preparation) is capture set-up. A scope on a
+    # thread that records none (the region run eagerly) is judged whole.
+    stream_capture_only: bool = False
 
 
 def sync_rows(index, scope, event_filter: EventFilter, confirm: bool) -> list[int]:
@@ -93,11 +79,17 @@ def run(rule, table, index):
         return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
     flt = EventFilter.of(rule.spec.check)
     excluded, cache = rule.spec.check.exclude_frames, {}
+    captures = _capture_spans(table) if rule.spec.check.stream_capture_only else {}
     findings = []
+    left_out = 0
     for scope in scopes:
         last_launch = _last_launch(index, scope) if scope.kind == WINDOW else None
+        spans = [(b, e) for b, e in captures.get(scope.thread, ()) if e > scope.ts and b < scope.end]
         for r in sync_rows(index, scope, flt, confirm=table.has_device_events):
             if excluded and under_frames(index, r, excluded, cache):
+                continue
+            if spans and not any(b <= index.ts[r] <= e for b, e in spans):
+                left_out += 1   # capture set-up around the capture, not inside it
                 continue
             if last_launch is not None and index.kind[r] == "runtime" and index.parent_op[r] < 0 \
                     and index.ts[r] > last_launch:
@@ -106,7 +98,22 @@ def run(rule, table, index):
             op = int(index.parent_op[r]) if index.kind[r] == "runtime" else -1
             inside = f" (in {index.short_name[op]})" if op >= 0 else ""
             findings.append(make_finding(rule, index, r, scope, f"{event}{inside} in {scope.label}", None))
-    return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))
+    note = (f"{left_out} sync(s) in the scope but outside its stream captures (capture set-up) not counted"
+            if left_out else None)
+    return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes), note)
+
+
+def _capture_spans(table) -> dict[str, list[tuple[float, float]]]:
+    """Per host thread, the (BeginCapture start, EndCapture end) of every stream capture it records."""
+    found = table.derived.get("capture-spans")
+    if found is None:
+        frame = table.frame
+        ts, end = frame["ts"].to_numpy(), frame["end"].to_numpy()
+        found = {}
+        for w in capture_windows(frame):
+            found.setdefault(w.thread, []).append((float(ts[w.begin]), float(end[w.end])))
+        table.derived["capture-spans"] = found
+    return found
 
 
 register(CheckKind(
