@@ -101,7 +101,8 @@ def test_the_decoder_graph_workload_is_judged_replay_by_replay(tmp_path, name, e
     assert kl001.status == expect
     if expect == "failed":   # 2 replays x 8 linears, each at the placeholder's line
         assert len(kl001.findings) == 16
-        assert {f.source for f in kl001.findings} == {"regressed/fp8_linear_new_ones.py:17"}
+        # The path as the module was imported (regressed/... or fixtures/regressed/..., by the session's sys.path).
+        assert all(f.source.endswith("regressed/fp8_linear_new_ones.py:17") for f in kl001.findings)
 
 
 def test_a_regression_in_a_fixed_workload_fails_the_audit(tmp_path):
