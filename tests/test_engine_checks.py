@@ -312,3 +312,20 @@ def test_a_tensor_from_numpy_is_not_built_from_python_data(tmp_path, record):
     assert clean.status == "passed" and clean.instances >= 1, clean
     listed = outcome(record(forward_from_list), kl502)
     assert listed.status == "failed" and len(listed.findings) == 1, [f.message for f in listed.findings]
+
+
+def test_kl001_judges_forward_layers_not_backward_nodes(tmp_path):
+    """A backward node recomputes a LayerNorm or casts back before the gradient's quant: its own work, not a
+    forward layer's fill (issue 24, cause 6). The same fill and anchor under a backward node are not judged."""
+    import json
+
+    forward = outcome(_synthetic(tmp_path, "cudaLaunchKernel"), shipped("KL001"))
+    assert forward.status == "failed"
+    path = _synthetic(tmp_path, "cudaLaunchKernel")
+    data = json.loads(path.read_text())
+    data["traceEvents"].insert(0, {"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 0, "dur": 100,
+                                   "name": "autograd::engine::evaluate_function: LinearBackward0"})
+    backward_path = tmp_path / "backward.json"
+    backward_path.write_text(json.dumps(data))
+    o = outcome(backward_path, shipped("KL001"))
+    assert o.status == "not-applicable" and "backward node" in o.reason

@@ -283,6 +283,12 @@ NAMED_CASES = {
         ("<built-in method as_tensor of type object at 0x7f10892cea40>", False),
         ("model.py(12): from_numpy", False),
     ],
+    "backward-node-op": [
+        ("autograd::engine::evaluate_function: LinearBackward0", True),
+        ("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", True),
+        ("aten::linear", False),
+        ("LinearBackward0", False),
+    ],
     "inductor-generated-kernel": [
         ("triton_red_fused__fused_rms_norm_scale_1x128_0", True),
         ("triton_poi_fused_mul_scale_1x128_silu_split_1", True),

@@ -351,6 +351,9 @@ NAMED_PATTERNS: dict[str, str] = {
     # Tensors made from a NumPy array or a buffer they share, not copied from Python data: the profiler shows
     # their aten::lift_fresh under the builtin's frame (torch.from_numpy, torch.frombuffer, torch.from_dlpack).
     "zero-copy-tensor-frame": r"^<built-in method (?:from_numpy|frombuffer|from_dlpack) ",
+    # Autograd's backward nodes, as the profiler records them on the autograd engine's thread
+    # (`autograd::engine::evaluate_function: LinearBackward0`): the backward's own work, not a forward layer's.
+    "backward-node-op": r"^autograd::engine::evaluate_function: ",
     # torch.compile's generated Triton kernels (inductor), named after the ops they fused: pointwise, reduction,
     # persistent reduction, template. `triton_red_fused__fused_rms_norm_scale_1x128_0` holds an RMSNorm fused
     # with the quant's input, not the quant: such a kernel is never an anchor by a substring of its name.

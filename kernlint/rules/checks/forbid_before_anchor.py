@@ -8,6 +8,7 @@ from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace import names
 from kernlint.trace.graphs import graph_replays
+from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.rows import category_ok, drop_nested, inside_any, outermost, rows_matching
 from kernlint.trace.scopes import AnchorSet, Scope
 from kernlint.trace.table import DEVICE_KINDS
@@ -54,6 +55,21 @@ def _graph_replayed(index, anchors: np.ndarray) -> np.ndarray:
     launcher = index.launcher[anchors]
     return np.array([lr >= 0 and names.is_graph_launch(str(index.name[lr])) for lr in launcher.tolist()],
                     dtype=bool)
+
+
+def _in_backward(index, anchors: np.ndarray, level: str) -> np.ndarray:
+    """Anchors issued inside an autograd backward node (the names table's `backward-node-op`)."""
+    pattern = compile_pattern(names.named_pattern("backward-node-op"))
+    out = np.zeros(len(anchors), dtype=bool)
+    for i, a in enumerate(anchors.tolist()):
+        host = int(index.launcher[a]) if level == "kernel" and index.launcher[a] >= 0 else a
+        op = int(index.op[host]) if index.kind[host] != "op" else host
+        while op >= 0:
+            if pattern.search(str(index.name[op])):
+                out[i] = True
+                break
+            op = int(index.parent_op[op])
+    return out
 
 
 def _replay_label(index, replay: int) -> str:
@@ -136,6 +152,14 @@ def run(rule, table, index):
         if not len(anchors):
             return not_applicable(rule, "no anchor lies inside the rule's [scope]")
     notes = []
+    backward = _in_backward(index, anchors, level)
+    if backward.any():
+        # The rule is about forward layers: a backward node recomputes and casts back before its own quant.
+        notes.append(f"{int(backward.sum())} anchor(s) in autograd backward nodes not checked (forward layers only)")
+        anchors = anchors[~backward]
+        if not len(anchors):
+            return not_applicable(rule, "every anchor runs in an autograd backward node: the rule judges forward "
+                                        "layers")
     groups: dict[int, list[int]] = {-1: anchors.tolist()}
     by_order: list[int] = []
     if level == "kernel":
