@@ -559,17 +559,13 @@ def _suppressed(reports, rules, options: CheckOptions, config: Config):
         SuppressionFile,
         apply_suppressions,
         bulk_entries,
+        check_per_source_ignores,
         pruned,
     )
 
     location = options.suppressions_location or Path.cwd() / SUPPRESSIONS_FILE
-    known = {r.id for r in rules} | {r.name for r in rules}
-    for glob, ids in config.per_source_ignores.items():
-        for rule_id in ids:
-            if rule_id.upper() != "ALL" and rule_id.upper() not in known and rule_id.lower() not in known:
-                raise ConfigError(config.display, f"[per-source-ignores] {glob}: no rule {rule_id!r} (known: "
-                                                  f"{', '.join(sorted(r.id for r in rules))})",
-                                  config.line_of(f"per-source-ignores.{glob}"))
+    check_per_source_ignores(config.per_source_ignores, rules, config.display,
+                             lambda glob: config.line_of(f"per-source-ignores.{glob}"))
     for rule_id in options.suppress_rule:
         if rule_id.upper() not in {r.id for r in rules}:
             raise ConfigError(None, f"--suppress-rule {rule_id}: no such rule among those checked")

@@ -18,7 +18,7 @@ import fnmatch
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,6 +118,18 @@ class _InlineComments:
             except OSError:
                 self._lines[file] = None
         return self._lines[file]
+
+
+def check_per_source_ignores(ignores: Mapping[str, Sequence[str]], rules: Sequence, source: str | None,
+                             line_of: Callable[[str], int | None]) -> None:
+    """A ConfigError (with the glob's line in `source`) for a rule id or name in [per-source-ignores] that names
+    no loaded rule."""
+    known = {r.id for r in rules} | {r.name for r in rules}
+    for glob, ids in ignores.items():
+        for rule_id in ids:
+            if rule_id.upper() != "ALL" and rule_id.upper() not in known and rule_id.lower() not in known:
+                raise ConfigError(source, f"[per-source-ignores] {glob}: no rule {rule_id!r} (known: "
+                                          f"{', '.join(sorted(r.id for r in rules))})", line_of(glob))
 
 
 def _per_source(ignores: Mapping[str, Sequence[str]], finding: Finding) -> str | None:

@@ -66,10 +66,6 @@ class GraphReplays:
     ambiguous_replays: int = 0
     labels: dict[int, str] = field(default_factory=dict)   # graph launch row -> capture label
 
-    @property
-    def attributed_share(self) -> float | None:
-        return self.attributed_kernels / self.kernels if self.kernels else None
-
     def as_dict(self) -> dict:
         return {"replays": self.replays, "kernels": self.kernels, "attributed_kernels": self.attributed_kernels,
                 "device_us": round(self.device_us, 3), "attributed_device_us": round(self.attributed_device_us, 3),

@@ -33,7 +33,7 @@ from kernlint.errors import TraceError
 from kernlint.trace import names
 from kernlint.trace.graphs import attribute_replays
 from kernlint.trace.schema import RawTrace
-from kernlint.trace.table import EventTable, build_event_table
+from kernlint.trace.table import RUNTIME_CATEGORIES, EventTable, build_event_table
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 JSON_SUFFIXES = (".json", ".json.gz")   # a folder's files with these suffixes are sniffed for a trace head
@@ -509,7 +509,6 @@ def load_trace(path: str | Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
 # Ids of the k-th merged capture trace are moved by k times this, apart from the replay trace's own.
 CAPTURE_ID_OFFSET = 1 << 48
 _CAPTURE_IDS = ("correlation", "External id", "Python id", "Python parent id")
-_RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "runtime", "driver")
 
 
 def capture_window_events(path: Path, max_bytes: int, k: int) -> list[bytes]:
@@ -527,7 +526,7 @@ def capture_window_events(path: Path, max_bytes: int, k: int) -> list[bytes]:
             events.append(e)
     del raw
     windows: dict[tuple, list[list[float]]] = {}
-    for e in sorted((e for e in events if e.get("cat") in _RUNTIME_CATS and isinstance(e.get("name"), str)
+    for e in sorted((e for e in events if e.get("cat") in RUNTIME_CATEGORIES and isinstance(e.get("name"), str)
                      and isinstance(e.get("ts"), (int, float))), key=lambda e: e["ts"]):
         key = (e.get("pid"), e.get("tid"))
         if names.GRAPH_CAPTURE_BEGIN.match(e["name"]):

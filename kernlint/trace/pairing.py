@@ -19,6 +19,7 @@ import msgspec
 from kernlint.errors import TraceError
 from kernlint.trace import names
 from kernlint.trace.load import decode_trace, read_trace_bytes
+from kernlint.trace.table import RUNTIME_CATEGORIES
 
 
 class _HostEvent(msgspec.Struct, gc=False):
@@ -29,7 +30,6 @@ class _HostEvent(msgspec.Struct, gc=False):
 
 
 _event_decoder = msgspec.json.Decoder(_HostEvent)
-_RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "runtime", "driver")
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def graph_role(path: Path, max_bytes: int) -> GraphRole:
             e = _event_decoder.decode(r)
         except msgspec.DecodeError:
             continue
-        if e.cat not in _RUNTIME_CATS or not isinstance(e.name, str):
+        if e.cat not in RUNTIME_CATEGORIES or not isinstance(e.name, str):
             continue
         pids.add(str(e.pid))
         if isinstance(e.ts, (int, float)) and not isinstance(e.ts, bool):

@@ -60,6 +60,8 @@ _CAT_TO_KIND = {
     "gpu_user_annotation": "gpu_annotation",
     "python_function": "python", "python": "python",
 }
+# The categories of runtime and driver calls (what the capture-trace merge and the pairing scan for).
+RUNTIME_CATEGORIES = tuple(c for c, k in _CAT_TO_KIND.items() if k == "runtime")
 _STEP_RANGE = names.named_pattern("profiler-step-range")
 
 # Bits of the `damage` column. BAD_<field>: the field was missing or unusable (ts not a number, dur of a
