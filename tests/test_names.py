@@ -225,8 +225,8 @@ def test_every_kernel_in_the_h200_fixtures_is_classified(trace):
     device = f[f["kind"].isin(["kernel", "memcpy", "memset"])]
     unknown = sorted(set(device.loc[device["category"] == "other", "name"]))
     assert not unknown, unknown
-    if WINDOW_CUT in trace.parents:
-        return
+    if WINDOW_CUT in trace.parents or trace.name.endswith("-cpu-activity.pt.trace.json.gz"):
+        return   # cut on purpose; or recorded with ProfilerActivity.CPU alone (launch calls, no kernels)
     assert len(device) > 0
     assert (device["launcher"] >= 0).all(), "every device event links to its launching call"
 
@@ -282,6 +282,18 @@ NAMED_CASES = {
         ("<built-in method tensor of type object at 0x7f10892cea40>", False),
         ("<built-in method as_tensor of type object at 0x7f10892cea40>", False),
         ("model.py(12): from_numpy", False),
+    ],
+    "scalar-read-op": [
+        ("aten::item", True),
+        ("aten::_local_scalar_dense", True),
+        ("aten::is_nonzero", False),
+        ("aten::itemsize", False),
+    ],
+    "data-loader-range": [
+        ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", True),
+        ("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", True),
+        ("DataLoader", False),
+        ("ProfilerStep#3", False),
     ],
     "backward-node-op": [
         ("autograd::engine::evaluate_function: LinearBackward0", True),

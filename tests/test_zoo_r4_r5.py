@@ -88,7 +88,8 @@ def test_the_profilers_own_stop_synchronize_is_not_the_programs(tmp_path):
     trace = _write(tmp_path, "stop", [STEP, _frame("train.py(10): train_step", 10, 700),
                                       _op("aten::add", 20, 5, 20), _call("cudaLaunchKernel", 21, 9, 20),
                                       _kernel(30, 9), *stop])
-    assert outcome(trace, shipped("KL401")).status == "passed"
+    o = outcome(trace, shipped("KL401"))   # the profiler's sync is the trace's only one: nothing to judge
+    assert o.status == "not-applicable" and "no host sync anywhere" in o.reason, o
     # The same call from the program's own frame is a finding.
     own = [_frame("train.py(40): log_metrics", 800, 100), _call("cudaDeviceSynchronize", 810, 5, 0, dur=30)]
     trace = _write(tmp_path, "own", [STEP, _op("aten::add", 20, 5, 20), _call("cudaLaunchKernel", 21, 9, 20),

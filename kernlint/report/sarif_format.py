@@ -148,7 +148,9 @@ def _properties(f) -> dict:
     values = {"traceFile": f.trace, "rank": f.rank, "event": f.event, "eventKind": f.event_kind,
               "eventCategory": f.event_category, "launchOp": f.launch_op, "topOp": f.top_op, "anchor": f.anchor,
               "source": f.source, "function": f.function, "deviceTimeUs": finite_number(f.device_us),
-              "bytes": _whole(f.bytes), "timestampUs": finite_number(f.ts), "details": getattr(f, "details", None)}
+              "bytes": _whole(f.bytes), "timestampUs": finite_number(f.ts), "details": getattr(f, "details", None),
+              # Why a right finding is info (a step edge, warm-up), and which findings share one event.
+              "context": getattr(f, "context", None), "group": getattr(f, "group", None)}
     return {k: _safe_value(v) for k, v in values.items() if present(v) is not None and v != ""}
 
 

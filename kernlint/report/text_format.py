@@ -57,6 +57,41 @@ def _finding_lines(f, report) -> list[Text]:
     return [line, detail]
 
 
+def ordered_findings(findings) -> tuple[list, list]:
+    """(findings to act on, each with the finding of its group printed before it or None; findings with a
+    context). Those to act on keep their order, each group's members together after its first."""
+    acted = [f for f in findings if not f.context]
+    in_context = [f for f in findings if f.context]
+    by_group: dict[str, list] = {}
+    for f in acted:
+        if f.group:
+            by_group.setdefault(f.group, []).append(f)
+    out, placed = [], set()
+    for f in acted:
+        if id(f) in placed:
+            continue
+        members = by_group.get(f.group, [f]) if f.group else [f]
+        for m in members:
+            placed.add(id(m))
+            out.append((m, None if m is members[0] or m.rule == members[0].rule else members[0]))
+    return out, in_context
+
+
+def _context_line(findings) -> str:
+    """`8 more in context, info: 6 step edge, 1 warm-up, 1 result readback`."""
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.context] = counts.get(f.context, 0) + 1
+    by = ", ".join(f"{n} {printable(c)}" for c, n in counts.items())
+    return f"{len(findings)} more right but not to act on first (info): {by}"
+
+
+def problem_count(findings) -> int:
+    """Findings to act on, a group of findings on one event counted once."""
+    groups = {f.group for f in findings if not f.context and f.group}
+    return len(groups) + sum(1 for f in findings if not f.context and not f.group)
+
+
 def _plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
@@ -108,7 +143,11 @@ def _summary(result: CheckResult, verbosity: int = NORMAL) -> Text:
     line = _summary_line(result, verbosity)
     suppressed = _suppressed_part(result)
     if suppressed:
-        line.append(f"; {suppressed}", style="dim")
+        if line.plain.endswith("."):
+            line.right_crop(1)
+            line.append(f"; {suppressed}.", style="dim")
+        else:
+            line.append(f"; {suppressed}", style="dim")
     return line
 
 
@@ -117,7 +156,12 @@ def _summary_line(result: CheckResult, verbosity: int) -> Text:
     checked = f"{result.traces_checked} trace(s) with {len(result.rules)} rule(s)"
     gaps = _gaps(result)
     if n:
-        summary = Text.assemble("Found ", (f"{n} finding(s)", "bold red"), f" in {checked}.")
+        summary = Text.assemble("Found ", (f"{n} finding(s)", "bold red"), f" in {checked}")
+        problems, in_context = problem_count(result.findings), sum(1 for f in result.findings if f.context)
+        if in_context or problems != n:
+            summary.append(f": {_plural(problems, 'problem')} to act on"
+                           + (f", {in_context} in context (info)" if in_context else ""))
+        summary.append(".")
         if gaps:
             summary.append(" Also " + "; ".join(gaps) + ".", style=_INCOMPLETE_STYLE)
         return summary
@@ -150,8 +194,18 @@ def _trace_parts(report, verbosity: int) -> list:
     where = printable(report.trace) + (f" (rank {report.rank})" if report.rank is not None else "")
     device = "GPU events" if report.has_device_events else "no GPU events: op-level checks only"
     parts: list = [Text.assemble((where, "bold"), f"  {report.events} events, {device}")]
-    for f in findings:
-        parts.extend(_finding_lines(f, report))
+    acted, in_context = ordered_findings(findings)
+    for f, first in acted:
+        lines = _finding_lines(f, report)
+        if first is not None:   # the same event as the finding above: one problem
+            lines[0] = Text.assemble("  + ", (f"same problem as {printable(first.rule)}: ", "dim"),
+                                     lines[0][2:])
+        parts.extend(lines)
+    if in_context and verbose:
+        for f in in_context:
+            parts.extend(_finding_lines(f, report))
+    elif in_context:
+        parts.append(_t(f"  {_context_line(in_context)} (-v lists them)", _SEVERITY_STYLE["info"]))
     for line in warnings:
         parts.append(_t(f"  warning: {printable(line)}", "yellow"))
     if verbose:

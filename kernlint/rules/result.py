@@ -43,6 +43,12 @@ class Finding:
     bytes: int | None = None
     # Evidence a renderer may show: for a timing change its effect, confidence interval and p-value.
     details: dict | None = field(default=None, compare=False, hash=False)
+    # Why a right finding is not what to act on first (kernlint.rules.checks.noise: step edge, warm-up, ...):
+    # such findings are info. None for a finding at its rule's own severity.
+    context: str | None = None
+    # Findings of several rules on one event (a pageable upload's copy and the sync it makes) share a group:
+    # one problem. The outermost op the event ran in, on its thread; None outside any op.
+    group: str | None = field(default=None, compare=False, hash=False)
 
     @property
     def fingerprint(self) -> str:
@@ -119,6 +125,9 @@ def decided(rule, findings: list[Finding], level: str | None, instances: int, no
             ) -> RuleOutcome:
     """Failed when a finding at the rule's own severity or above exists; info-only findings pass. A rule run
     on the profiled window (no step in the trace) also fails on a finding at its window severity."""
+    if not instances and not findings:
+        # Nothing was there to check: a pass would be vacuous.
+        return not_applicable(rule, "nothing of the rule's kind to judge in the trace (0 instances)")
     floor = SEVERITY_ORDER[rule.severity]
     scope = getattr(rule.spec, "scope", None)
     if scope is not None and scope.window:

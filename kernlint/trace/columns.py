@@ -229,12 +229,13 @@ def decode_events(raw_events: list, path, events_at: str = "$.traceEvents") -> R
         args = list(map(_get_args, events))
         local = [i for i, a in enumerate(args) if a is not None and (
             a.input_dims is not NO_RAW or a.input_types is not NO_RAW or a.concrete_inputs is not NO_RAW
-            or a.input_strides is not NO_RAW)]
+            or a.input_strides is not NO_RAW or a.input_dims_2021 is not NO_RAW)]
         if local:
             pieces = []
             for i in local:
                 a = args[i]
-                pieces += (a.input_dims, a.input_types, a.concrete_inputs, a.input_strides)
+                dims = a.input_dims if a.input_dims is not NO_RAW else a.input_dims_2021
+                pieces += (dims, a.input_types, a.concrete_inputs, a.input_strides)
             arg_rows.append(np.array(local, dtype=np.int64) + out.n)
             arg_lengths.append(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)))
             blobs.append(b"".join(pieces))
@@ -450,7 +451,7 @@ class _NoArgs:   # an event without args: RawArgs' defaults
     graph_node_id = graph_node_id_alt = None
     addr = memcpy_bytes = 0
     device_type = device_id = stream = -1
-    input_dims = input_types = concrete_inputs = input_strides = NO_RAW
+    input_dims = input_dims_2021 = input_types = concrete_inputs = input_strides = NO_RAW
 
 
 _NO_ARGS: Any = _NoArgs()

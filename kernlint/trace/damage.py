@@ -92,6 +92,7 @@ class TraceDamage:
     unlinked_device: np.ndarray = field(default_factory=lambda: _EMPTY)    # no launch inside the window
     ambiguous_links: np.ndarray = field(default_factory=lambda: _EMPTY)    # id shared by 2+ calls; unlinked
     unlinked_launches: np.ndarray = field(default_factory=lambda: _EMPTY)  # no device event inside the window
+    no_device_events: bool = False   # the trace holds no kernel, copy or memset at all
     unknown_device: np.ndarray = field(default_factory=lambda: _EMPTY)     # unknown category; a lonely launch's id
     misfit_launches: np.ndarray = field(default_factory=lambda: _EMPTY)    # time or process disagrees with its
     #                                   device event (moved in time, or on a process that runs no op)
@@ -146,8 +147,10 @@ class TraceDamage:
         if len(self.unlinked_device):
             lines.append(f"{_events(len(self.unlinked_device), 'device events')} with no launch inside the window")
         if len(self.unlinked_launches):
+            why = ("their kernels were lost, or the trace was recorded without ProfilerActivity.CUDA"
+                   if self.no_device_events else "their kernels were lost")
             lines.append(f"{_events(len(self.unlinked_launches), 'kernel launches')} with no device event inside the "
-                         "window (their kernels were lost)")
+                         f"window ({why})")
         if len(self.misfit_launches):
             lines.append(f"{_events(len(self.misfit_launches), 'launches')} whose time or process does not fit "
                          "the device event they launched")
@@ -221,6 +224,7 @@ def _compute(table: EventTable) -> TraceDamage:
     lost = lost[f["category"].to_numpy()[lost] == "launch"] if len(lost) else lost
     return TraceDamage(events=len(f), unlinked_device=np.asarray(unlinked, dtype=np.int64),
                        unlinked_launches=np.asarray(lost, dtype=np.int64),
+                       no_device_events=not bool(np.isin(kind, list(DEVICE_KINDS)).any()),
                        ambiguous_links=ambiguous.astype(np.int64), bad_host_fields=host_fields,
                        bad_device_fields=device_fields,
                        bad_rows=bad_rows.astype(np.int64),

@@ -68,7 +68,8 @@ KERNEL_CATEGORY_TABLE: tuple[tuple[str, str], ...] = (
     # Copies, concatenation, indexing, gather / scatter, layout changes (cuDNN's nchw <-> nhwc), fbgemm's sparse
     # permutes, repeat_interleave (compute_cuda_kernel), vLLM's paged KV-cache writes (reshape_and_cache*).
     (r"direct_copy_kernel|copy_kernel|[A-Za-z]*CopyFunctor|copy_device_to_device|cat_batched|CatArrayBatched"
-     r"|index_copy|index_kernel|index_put|indexSelect|index_select|indexFunc|linearize_index|gather(?!TopK)"
+     r"|index_copy|index_kernel|index_put|indexing_backward|indexSelect|index_select|indexFunc|linearize_index"
+     r"|gather(?!TopK)"
      r"|scatter|nchwToNhwc|nhwcToNchw|permute_2D|permute_1D|permute_indices|compute_cuda_kernel(?![A-Za-z])"
      r"|reshape_and_cache", "copy"),
     # GEMM, GEMV and convolution: cuBLAS / cuBLASLt (sgemm, h884gemm, s1688gemm, gemv2T, nvjet, xmma,
@@ -354,6 +355,12 @@ NAMED_PATTERNS: dict[str, str] = {
     # Autograd's backward nodes, as the profiler records them on the autograd engine's thread
     # (`autograd::engine::evaluate_function: LinearBackward0`): the backward's own work, not a forward layer's.
     "backward-node-op": r"^autograd::engine::evaluate_function: ",
+    # The range torch.utils.data.DataLoader records around each batch it yields (collate included):
+    # `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`, `..._MultiProcessingDataLoaderIter...`.
+    "data-loader-range": r"^enumerate\(DataLoader\)#",
+    # Ops that read one value to the host. Under an op that is not itself a sync (aten::mul given a 0-dim
+    # tensor argument), it reads a CPU scalar: no device is involved on any device.
+    "scalar-read-op": r"^aten::(?:item|_local_scalar_dense)$",
     # torch.compile's generated Triton kernels (inductor), named after the ops they fused: pointwise, reduction,
     # persistent reduction, template. `triton_red_fused__fused_rms_norm_scale_1x128_0` holds an RMSNorm fused
     # with the quant's input, not the quant: such a kernel is never an anchor by a substring of its name.

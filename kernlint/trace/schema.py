@@ -23,6 +23,7 @@ ARG_FIELDS: dict[str, str] = {
     "external_id": "External id",
     "correlation": "correlation",
     "input_dims": "Input Dims",
+    "input_dims_2021": "Input dims",   # the 2021 kineto schema's spelling (its `Input type` is often empty)
     "input_types": "Input type",
     "input_strides": "Input Strides",
     "concrete_inputs": "Concrete Inputs",
@@ -50,6 +51,7 @@ class RawArgs(msgspec.Struct, rename=ARG_FIELDS, gc=False):   # gc=False: cheape
     correlation: Any = None
     # Kept as raw JSON and decoded only for the few ops whose dtypes matter (allocations, anchors).
     input_dims: msgspec.Raw = NO_RAW
+    input_dims_2021: msgspec.Raw = NO_RAW
     input_types: msgspec.Raw = NO_RAW
     input_strides: msgspec.Raw = NO_RAW
     concrete_inputs: msgspec.Raw = NO_RAW

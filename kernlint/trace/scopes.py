@@ -291,6 +291,22 @@ class ScopeIndex:
                 return True
         return False
 
+    def holds_coarse_unit(self, row: int) -> bool:
+        """Whether a unit holds another unit (a module or a range, profiler and compiler containers included)
+        that is coarse itself: it then spans several layers (a whole forward around a DDP range), however few
+        modules it has side by side. A layer's own child linears are not coarse; an attention or MLP block is."""
+        cache = self.memo.setdefault("holds-coarse-unit", {})
+        found = cache.get(row)
+        if found is None:
+            units = self.memo.get("units-by-thread")
+            if units is None:
+                units = self.memo["units-by-thread"] = self._by_thread(self.rows_of(("module", "annotation")),
+                                                                       self.ts)
+            inside = self._between(units.get(self.thread[row]), self.ts[row], self.end[row]).tolist()
+            found = cache[row] = any(u != row and self.end[u] <= self.end[row] and self.is_coarse(u)
+                                     for u in inside)
+        return found
+
     def unit(self, row: int) -> Scope:
         kind = {"annotation": "annotation", "module": "module", "python": "frame", "op": "op"}.get(
             self.kind[row], str(self.kind[row]))
@@ -490,7 +506,43 @@ class ScopeIndex:
             if last is not None and last.thread == self.thread[r] and self.ts[r] < last.end:
                 continue  # nested in an instance already taken
             out.append(self.unit(r))
-        return out
+        return out + self._backward_parts(out)
+
+    def autograd_threads(self) -> dict[str, str]:
+        """{thread: process} of the threads that run autograd backward nodes (`@backward-node-op`). The
+        engine runs a device's backward on its own thread; a training step's range is on the main thread."""
+        found = self.memo.get("autograd-threads")
+        if found is None:
+            regex = compile_pattern(named_pattern("backward-node-op"))
+            rows, codes, uniques = self.names_of_kind("op")
+            hits = np.fromiter((regex.search(n) is not None for n in uniques.tolist()), bool, len(uniques))
+            threads = {str(t) for t in self.thread[rows[hits[codes]]].tolist()} if hits.any() else set()
+            found = self.memo["autograd-threads"] = {t: t.split(":", 1)[0] for t in threads}
+        return found
+
+    def _backward_parts(self, scopes: list[Scope]) -> list[Scope]:
+        """For each range instance (a `ProfilerStep#N`, a `train_step` range), the same interval on the
+        autograd threads of its process: the backward pass that ran inside the step is in the step. A thread's
+        own instances of the scopes win where they overlap."""
+        autograd = self.autograd_threads()
+        if not autograd:
+            return []
+        own: dict[str, list[tuple[float, float]]] = {}
+        for s in scopes:
+            own.setdefault(s.thread, []).append((s.ts, s.end))
+        parts = []
+        for s in scopes:
+            if s.kind != "annotation":
+                continue
+            process = str(s.thread).split(":", 1)[0]
+            for thread, proc in autograd.items():
+                if proc != process or thread == s.thread:
+                    continue
+                if any(b < s.end and s.ts < e for b, e in own.get(thread, ())):
+                    continue
+                parts.append(Scope(row=s.row, kind=s.kind, name=f"{s.name} (backward, autograd thread)",
+                                   thread=thread, ts=s.ts, end=s.end))
+        return parts
 
     def profiled_windows(self, setup_annotations: Iterable[str] = (), setup_frames: Iterable[str] = ()
                          ) -> list[Scope]:

@@ -55,6 +55,10 @@ _CAT_TO_KIND = {
     "gpu_memcpy": "memcpy", "memcpy": "memcpy",
     "gpu_memset": "memset", "memset": "memset",
     "cuda_runtime": "runtime", "cuda_driver": "runtime", "runtime": "runtime", "driver": "runtime",
+    # Other devices' runtimes (kineto's names): their calls are runtime calls, even where no table line
+    # names them (an MTIA trace records no CUDA or HIP runtime, but a runtime all the same).
+    "xpu_runtime": "runtime", "xpu_driver": "runtime", "mtia_runtime": "runtime",
+    "privateuse1_runtime": "runtime", "privateuse1_driver": "runtime",
     "cpu_op": "op", "operator": "op",
     "user_annotation": "annotation", "nvtx": "annotation",
     "gpu_user_annotation": "gpu_annotation",
@@ -489,6 +493,9 @@ def _nest_thread_walk(part: np.ndarray, ts, end, dur, kind_of: dict, out: dict, 
                 stacks[k].append((end_l[i], row))
 
 
+_EDGE_US = 10.0   # a frame whose start or end lies this close to the window's is cut by the window
+
+
 def _check_frame_tree(frame: pd.DataFrame, python_ids, parent_ids) -> None:
     """Flag FRAME_OUTSIDE_PARENT on Python frames that disagree with the tree kineto recorded: the frame its
     `Python parent id` names must be a Python frame on the same thread whose interval holds it (within the
@@ -531,7 +538,24 @@ def _check_frame_tree(frame: pd.DataFrame, python_ids, parent_ids) -> None:
     with np.errstate(invalid="ignore"):
         slack = 1e-3 + 4 * np.spacing(np.maximum(np.abs(end[p]), np.abs(end[child])))
         inside = (ts[p] <= ts[child] + slack) & (end[child] <= end[p] + slack)
-    ok = has & (thread[p] == thread[child]) & inside
+    same_thread = thread[p] == thread[child]
+    ok = has & same_thread & inside
+    # Kineto's own cross-thread tree: a Python hook the autograd engine runs on its thread (a top-level frame
+    # there) names the frame that called backward() on the main thread, which holds it in time. Not damage.
+    process = np.array([str(t).split(":", 1)[0] for t in thread[frames]], dtype=object)
+    where = {int(r): i for i, r in enumerate(frames.tolist())}
+    child_process = process[[where[int(r)] for r in child.tolist()]]
+    parent_process = np.array([process[where[int(r)]] if int(r) in where else None for r in p.tolist()],
+                              dtype=object)
+    top_level = frame["frame"].to_numpy()[child] < 0   # no frame of its own thread holds it
+    ok |= has & ~same_thread & inside & top_level & (child_process == parent_process)
+    # A window edge: a parent frame cut at the window's start or end (it began before the window opened, or
+    # ran past its close) no longer holds its child's whole interval. Not damage.
+    lo, hi = np.nanmin(ts[frames]), np.nanmax(end[frames])
+    with np.errstate(invalid="ignore"):
+        cut_start = (ts[p] - lo <= _EDGE_US) & (ts[child] <= ts[p] + slack)
+        cut_end = (hi - end[p] <= _EDGE_US) & (end[child] >= end[p] - slack)
+    ok |= has & same_thread & (cut_start | cut_end)
     # A parent outside the trace is an edge, not damage: a top-level frame (no frame of the trace holds it)
     # whose parent id no event of the trace carries started under a frame that began before the window, or
     # that was cut away with the rest of the run (TraceLens's vLLM segment). A parent id that another event

@@ -83,7 +83,8 @@ def named_scopes(index: ScopeIndex, rule: Rule) -> list[Scope]:
 
 
 def make_finding(rule: Rule, index: ScopeIndex, row: int, scope: Scope, message: str,
-                 anchor: str | None, event: str | None = None, severity: str | None = None) -> Finding:
+                 anchor: str | None, event: str | None = None, severity: str | None = None,
+                 context: str | None = None) -> Finding:
     op = int(index.op[row]) if index.kind[row] != "op" else row
     top = int(index.top_op[row])
     source = index.source[row]
@@ -103,7 +104,8 @@ def make_finding(rule: Rule, index: ScopeIndex, row: int, scope: Scope, message:
         top_op=str(index.name[top]) if top >= 0 else None,
         source=source if isinstance(source, str) else None, anchor=anchor, ts=float(index.launch_ts[row]),
         rank=index.table.meta.rank, function=function_of(index, int(index.user_frame[row])),
-        details=replay_details(index, row), **finding_cost(index, row),
+        details=replay_details(index, row), context=context,
+        group=f"{index.thread[top]}@{float(index.ts[top])!r}" if top >= 0 else None, **finding_cost(index, row),
     )
 
 

@@ -3,7 +3,9 @@
 Both casts are outermost `aten::_to_copy` ops on one thread; the intermediate is followed by shape and dtype
 (the trace names no tensors): the first op after the first cast that takes a tensor of its shape and dtype b
 (a top-level op: `aten::to` around the `_to_copy`) must be the cast back to a, inside the same scope
-instance. Not applicable on traces without input shapes.
+instance. A TensorList argument records its members' shapes but no dtypes: an op taking a list with a member
+of that shape (`_foreach_copy_`) may be the copy's next use, and ends the search. Not applicable on traces
+without input shapes.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
 from kernlint.rules.checks.dead_fill import ops_by_thread, scoped_evidence
 from kernlint.rules.checks.widening_cast import casts
-from kernlint.rules.result import RuleOutcome, decided
+from kernlint.rules.result import RuleOutcome, decided, not_applicable
 
 
 class CastRoundTrip(CheckSpec, tag="cast-round-trip"):
@@ -24,7 +26,10 @@ def run(rule, table, index):
     if isinstance(found, RuleOutcome):
         return found
     scopes, args = found
-    found = {r: (shape, src, to) for r, shape, src, to in casts(index, args)}
+    found = {r: (shape, src, to) for r, shape, src, to in casts(index, args) if src != to}
+    if not found:
+        return not_applicable(rule, "no cast between dtypes anywhere in the trace: nothing of the rule's kind to "
+                                    "judge")
     # The top-level op around each cast (`aten::to` around `aten::_to_copy`): what the next-use search sees.
     by_top = {int(index.top_op[r]) if int(index.top_op[r]) >= 0 else r: v for r, v in found.items()}
     by_thread = ops_by_thread(index)
@@ -50,6 +55,8 @@ def run(rule, table, index):
                     continue
                 if not any((t := oa.tensor(i)) is not None and t[0] == shape and t[1] == mid
                            for i in range(len(oa.types))):
+                    if oa.list_holds_shape(shape):
+                        break   # a TensorList consumer (`_foreach_copy_`) may take the copy: its next use
                     continue
                 back = by_top.get(o)
                 if back is not None and back[0] == shape and back[1] == mid and back[2] == src:

@@ -65,6 +65,16 @@ class OpArgs:
         return tuple(shape), dtype, st
 
 
+    def list_holds_shape(self, shape: tuple) -> bool:
+        """Whether a TensorList argument (`Input type` "TensorList", dims a list of shapes) has a member of
+        `shape`; the trace records no dtype for the members."""
+        for i, kind in enumerate(self.types):
+            if kind == "TensorList" and i < len(self.dims) and isinstance(self.dims[i], list):
+                if any(isinstance(m, list) and tuple(m) == tuple(shape) for m in self.dims[i]):
+                    return True
+        return False
+
+
 class OpArgsMap(Mapping):
     """{op row: OpArgs} over the raw arguments the loader kept (an OpArgsStore); each row is decoded when
     first asked for (a rule reads the few ops it follows, not the hundreds of thousands a trace holds)."""

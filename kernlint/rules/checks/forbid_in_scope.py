@@ -5,6 +5,7 @@ import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register, under_frames
 from kernlint.rules.checks.dead_fill import op_args
+from kernlint.rules.checks.noise import CONTEXT_SEVERITY, DATA_LOADING, under_data_loader
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.rows import HOST_KINDS, EventFilter, outermost
 
@@ -21,6 +22,13 @@ class ForbidInScope(CheckSpec, tag="forbid-in-scope"):
     # Python frames (regexes, or @names) under which an event does not count: torch.from_numpy's lift is of
     # a NumPy array it shares, not of Python data.
     exclude_frames: list[str] = []
+    # Also a device event of the filter's kinds and device categories, whatever its name, whose launching call
+    # blocks the host (runtime category sync): ROCm names a pageable upload `Host -> Device`, not `Pageable`,
+    # and issues it with the blocking hipMemcpyWithStream.
+    blocking_launches: bool = False
+    # An event under the DataLoader's range (collate building CPU tensors) is right but not the step's:
+    # info, with context "data loading" (kernlint.rules.checks.noise).
+    rank_noise: bool = False
 
 
 def _scalar_input(args, row: int) -> bool:
@@ -29,11 +37,12 @@ def _scalar_input(args, row: int) -> bool:
     return a is None or not a.dims or a.dims[0] == []
 
 
-def scope_rows(index, scope, event_filter: EventFilter, nested: bool) -> list[int]:
-    """Events issued inside one scope instance that pass the filter, in issue order. Without `nested`, an
-    op counts only when no other op of the scope encloses it (aten::linear, not the copy_ it runs); with
-    it, every matching op counts."""
-    passes = event_filter.mask(index)
+def scope_rows(index, scope, event_filter: EventFilter, nested: bool, passes: np.ndarray | None = None
+               ) -> list[int]:
+    """Events issued inside one scope instance that pass the filter (or the mask `passes`), in issue order.
+    Without `nested`, an op counts only when no other op of the scope encloses it (aten::linear, not the copy_
+    it runs); with it, every matching op counts."""
+    passes = event_filter.mask(index) if passes is None else passes
     device = index.device_events_between(scope.thread, scope.ts, scope.end)
     host = index.rows_in_scope(scope, index.rows_of(HOST_KINDS), key="ts")
     host = host[host != scope.row]
@@ -50,6 +59,31 @@ def scope_rows(index, scope, event_filter: EventFilter, nested: bool) -> list[in
     return sorted(outermost(index, rows), key=lambda r: index.launch_ts[r])
 
 
+def _blocking_launch_mask(index, flt: EventFilter) -> np.ndarray:
+    """The filter's rows, and the device events of its kinds and device categories, whatever their names,
+    whose launching call blocks the host."""
+    unnamed = EventFilter(flt.kinds, (), flt.device_categories, flt.op_categories).mask(index)
+    launcher = index.launcher
+    blocking = np.zeros(len(launcher), dtype=bool)
+    linked = launcher >= 0
+    blocking[linked] = index.category[launcher[linked]] == "sync"
+    return flt.mask(index) | (unnamed & blocking & np.isin(index.kind, ["kernel", "memcpy", "memset"]))
+
+
+def kind_filter(flt: EventFilter) -> EventFilter:
+    """The events of the rule's kind: its kinds and categories, names aside when it has categories (a pinned
+    upload is of KL501's kind, an upload it judges and passes; a trace with no upload at all has none)."""
+    if flt.device_categories or flt.op_categories:
+        return EventFilter(flt.kinds, (), flt.device_categories, flt.op_categories)
+    return flt
+
+
+def present_anywhere(index, mask: np.ndarray) -> bool:
+    """Whether any event outside the profiler's own frames passes `mask`: where none does, a pass would be
+    vacuous (an upload rule on a trace that uploads nothing), so the verdict is not applicable."""
+    return any(not index.in_profiler(r) for r in np.flatnonzero(mask)[:10_000].tolist())
+
+
 def needs_a_filter(rule):
     c = rule.spec.check
     if not (c.kinds or c.names or c.device_categories or c.op_categories):
@@ -62,6 +96,10 @@ def run(rule, table, index):
     if not scopes:
         return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
     flt = EventFilter.of(rule.spec.check)
+    passes = _blocking_launch_mask(index, flt) if rule.spec.check.blocking_launches else None
+    if not present_anywhere(index, kind_filter(flt).mask(index)):
+        return not_applicable(rule, "nothing of the rule's kind anywhere in the trace (no event of its kinds "
+                                    "and categories)")
     args = None
     if rule.spec.check.skip_scalar_inputs:
         args = op_args(table)
@@ -71,13 +109,16 @@ def run(rule, table, index):
     findings = []
     excluded, cache = rule.spec.check.exclude_frames, {}
     for scope in scopes:
-        for r in scope_rows(index, scope, flt, rule.spec.check.nested):
+        for r in scope_rows(index, scope, flt, rule.spec.check.nested, passes):
             if args is not None and index.kind[r] == "op" and _scalar_input(args, r):
                 continue
             if excluded and under_frames(index, r, excluded, cache):
                 continue
             event = str(index.short_name[r])
-            findings.append(make_finding(rule, index, r, scope, f"{event} in {scope.label}", None))
+            context = DATA_LOADING if rule.spec.check.rank_noise and under_data_loader(index, r) else None
+            findings.append(make_finding(rule, index, r, scope, f"{event} in {scope.label}"
+                                         + (f" ({context})" if context else ""), None,
+                                         severity=CONTEXT_SEVERITY if context else None, context=context))
     return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))
 
 

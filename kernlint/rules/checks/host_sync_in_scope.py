@@ -6,21 +6,21 @@ indexing is `aten::index` -> `aten::nonzero`; `.cpu()` is `aten::to` -> `_to_cop
 DtoH `cudaMemcpyAsync` and a `cudaStreamSynchronize`. forbid-in-scope counts either the outermost op only
 (and misses the `nonzero` inside `aten::index`) or every matching op (and counts `.item()` twice or thrice).
 This kind counts the outermost *matching* event of each chain, and runtime calls that no matching op encloses
-once per enclosing op (a `.cpu()` is one sync, not its copy call and its synchronize). On traces with device
-events an op counts only when a matching runtime call (a synchronize, a pageable DtoH copy) runs inside it:
-`.item()` of a CPU tensor is not a sync. Events under the profiler's own frames (its stop synchronizes the
+once per enclosing op (a `.cpu()` is one sync, not its copy call and its synchronize). A sync op counts only
+when the trace does not show it to read a CPU value (kernlint.trace.syncs): `.item()` of a CPU tensor is not
+a sync. Events under the profiler's own frames (its stop synchronizes the
 device) are never counted.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register, under_frames
-from kernlint.rules.checks.forbid_in_scope import needs_a_filter, scope_rows
+from kernlint.rules.checks.forbid_in_scope import kind_filter, needs_a_filter, present_anywhere, scope_rows
+from kernlint.rules.checks.noise import CONTEXT_SEVERITY, sync_contexts
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.graphs import capture_windows
 from kernlint.trace.rows import EventFilter, outermost
 from kernlint.trace.scopes import WINDOW
+from kernlint.trace.syncs import unconfirmed_sync_ops
 
 
 class ForbidSyncInScope(CheckSpec, tag="forbid-sync-in-scope"):
@@ -35,22 +35,17 @@ class ForbidSyncInScope(CheckSpec, tag="forbid-sync-in-scope"):
     # count: the rest of a capture function (warm-up runs, input preparation) is capture set-up. A scope on a
     # thread that records none (the region run eagerly) is judged whole.
     stream_capture_only: bool = False
+    # Syncs that are right but not what to act on first (a harness's edge synchronize, the final readback,
+    # first-instance autotuning, data loading: kernlint.rules.checks.noise) are info, with their context.
+    rank_noise: bool = False
 
 
-def sync_rows(index, scope, event_filter: EventFilter, confirm: bool) -> list[int]:
-    """The syncs of one scope instance, one row per sync, in issue order. With `confirm` (traces with
-    device events), an op counts only when a matching runtime call runs inside it: `.item()` of a CPU
-    tensor (the value lifted by `x[mask] = 0.5`) reads no device and issues no synchronize."""
+def sync_rows(index, scope, event_filter: EventFilter) -> list[int]:
+    """The syncs of one scope instance, one row per sync, in issue order. A sync op the trace shows not to
+    be a device sync (kernlint.trace.syncs: `.item()` of a CPU tensor) is not one."""
     rows = scope_rows(index, scope, event_filter, nested=True)
-    if confirm:
-        # Host rows of a scope instance are on its thread: one sorted list of call start times.
-        starts = np.sort(np.array([index.ts[r] for r in rows if index.kind[r] == "runtime"], dtype=float))
-
-        def confirmed(r: int) -> bool:
-            i = int(np.searchsorted(starts, index.ts[r], "left"))
-            return i < len(starts) and starts[i] < index.end[r]
-
-        rows = [r for r in rows if index.kind[r] != "op" or confirmed(r)]
+    unconfirmed = unconfirmed_sync_ops(index)
+    rows = [r for r in rows if not unconfirmed[r]]
     rows = outermost(index, rows)
     out, owners = [], set()
     for r in rows:
@@ -78,14 +73,16 @@ def run(rule, table, index):
     if not scopes:
         return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
     flt = EventFilter.of(rule.spec.check)
+    if not present_anywhere(index, kind_filter(flt).mask(index) & ~unconfirmed_sync_ops(index)):
+        return not_applicable(rule, "no host sync anywhere in the trace: nothing of the rule's kind to judge")
     excluded, cache = rule.spec.check.exclude_frames, {}
     captures = _capture_spans(table) if rule.spec.check.stream_capture_only else {}
-    findings = []
+    kept: dict[int, list[int]] = {}
     left_out = 0
-    for scope in scopes:
+    for i, scope in enumerate(scopes):
         last_launch = _last_launch(index, scope) if scope.kind == WINDOW else None
         spans = [(b, e) for b, e in captures.get(scope.thread, ()) if e > scope.ts and b < scope.end]
-        for r in sync_rows(index, scope, flt, confirm=table.has_device_events):
+        for r in sync_rows(index, scope, flt):
             if excluded and under_frames(index, r, excluded, cache):
                 continue
             if spans and not any(b <= index.ts[r] <= e for b, e in spans):
@@ -94,10 +91,19 @@ def run(rule, table, index):
             if last_launch is not None and index.kind[r] == "runtime" and index.parent_op[r] < 0 \
                     and index.ts[r] > last_launch:
                 continue   # a bare synchronize after the last launch: the program draining the device at exit
+            kept.setdefault(i, []).append(r)
+    contexts = sync_contexts(index, scopes, kept, rule.spec.scope.steps) if rule.spec.check.rank_noise else {}
+    findings = []
+    for i, rows in kept.items():
+        scope = scopes[i]
+        for r in rows:
             event = str(index.short_name[r])
             op = int(index.parent_op[r]) if index.kind[r] == "runtime" else -1
             inside = f" (in {index.short_name[op]})" if op >= 0 else ""
-            findings.append(make_finding(rule, index, r, scope, f"{event}{inside} in {scope.label}", None))
+            context = contexts.get(r)
+            findings.append(make_finding(rule, index, r, scope, f"{event}{inside} in {scope.label}"
+                                         + (f" ({context})" if context else ""), None,
+                                         severity=CONTEXT_SEVERITY if context else None, context=context))
     note = (f"{left_out} sync(s) in the scope but outside its stream captures (capture set-up) not counted"
             if left_out else None)
     return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes), note)

@@ -4,7 +4,9 @@ For each pair of consecutive GEMMs issued from one host thread (kernel level: GE
 one matmul op counting once; op level, traces without device events: top-level GEMM ops), the *layer* is
 the innermost nn.Module or record_function range that encloses both (the innermost Python frame where a
 trace has neither); profiler and compiler containers (ProfilerStep#N, compiled-graph ranges) are never a
-layer. Counted are the launches between the two GEMMs whose own innermost unit is that layer, i.e. issued by
+layer, nor is a unit that holds a coarse unit (kernlint.trace.scopes: one of two or more GEMMs or modules side
+by side, such as an attention block): `## forward ##`, `DistributedDataParallel.forward` and pipeline ranges
+hold whole layers. Counted are the launches between the two GEMMs whose own innermost unit is that layer, i.e. issued by
 the layer's own code (inline, or from helper functions it calls), not by its child modules or ranges (a
 norm or an activation module is a unit of its own), and whose category is listed (`device-categories` for
 kernels, `op-categories` for top-level ops). More than `max` counted launches is a finding, at the first one
@@ -96,7 +98,7 @@ def run(rule, table, index):
     level = "kernel" if table.has_device_events else "op"
     allowed = set(spec.device_categories if level == "kernel" else spec.op_categories)
     findings = []
-    pairs = 0
+    pairs = coarse_pairs = 0
     chains = index.table.derived.setdefault("launches_between_gemms_owners", {})
     category = index.category
     streams, skipped = _events(index, level)
@@ -112,6 +114,9 @@ def run(rule, table, index):
                     a, b = last_chain, chain
                     in_b = set(b)
                     common = next((u for u in a if u in in_b), -1)
+                    if common >= 0 and index.holds_coarse_unit(common):
+                        coarse_pairs += 1   # the two GEMMs meet in a unit of several layers, not in a layer
+                        common = -1
                     if common >= 0:
                         pairs += 1
                         own = [e for e in between if category[e] in allowed
@@ -128,8 +133,14 @@ def run(rule, table, index):
                 last_gemm, last_owner, between, last_chain = r, owner, [], chain
             elif last_gemm >= 0:
                 between.append(r)
-    note = (f"{skipped} kernel(s) replayed from CUDA graphs with no capture to attribute them were not checked "
-            "(no layer can be told from the graph launch alone)") if skipped else None
+    notes = []
+    if skipped:
+        notes.append(f"{skipped} kernel(s) replayed from CUDA graphs with no capture to attribute them were not "
+                     "checked (no layer can be told from the graph launch alone)")
+    if coarse_pairs:
+        notes.append(f"{coarse_pairs} GEMM pair(s) whose innermost common unit holds whole layers (a forward, a "
+                     "DDP or pipeline range) were not checked: that unit is not a layer")
+    note = "; ".join(notes) or None
     if not pairs:
         return not_applicable(rule, "no two consecutive GEMMs issued from one layer (module, range or frame)"
                               + (f"; {note}" if note else ""))

@@ -11,6 +11,9 @@ and the outcome says so (not applicable when no rank could be compared).
 
 Under the same host op, ranks may legitimately launch different device work: a library picks another sort
 path for another size, a fill of an empty tensor launches nothing. Such differences are info findings.
+Ranks whose outermost streams differ while the multisets of every matching event (nested ones included) agree
+step by step issued the same events, nested differently (zero-duration ops at one timestamp): not compared
+further, and noted.
 Device work whose launch falls outside the profiling window (kernlint.trace.window) is left out of every
 comparison and counted in the report.
 
@@ -28,8 +31,10 @@ import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, finding_cost, function_of, named_scopes, register
 from kernlint.rules.result import Finding, RuleOutcome, decided, not_applicable
+from kernlint.trace.names import named_pattern
 from kernlint.trace.rows import EventFilter, inside_any, outermost
 from kernlint.trace.scopes import Scope, ScopeIndex
+from kernlint.trace.syncs import unconfirmed_sync_ops
 from kernlint.trace.table import DEVICE_KINDS
 from kernlint.trace.window import window_edges
 
@@ -58,6 +63,10 @@ class RankStream:
     unknown: frozenset[int]                # positions with a launch whose device work is not in the trace
     # What a finding at a position says: (event, kind, category, launch op, top op, source, function).
     sites: list[tuple]
+    # Every matching host event, nested ones included, as (name, launch site, step) -> count: ranks whose
+    # outermost streams differ while these agree issued the same ops, nested differently (zero-duration ops
+    # at one timestamp), not different code.
+    multiset: Counter
     ts: np.ndarray                         # launch time per position
     device_us: np.ndarray | None           # device time launched while it ran; None: the trace has no GPU events
     nbytes: np.ndarray                     # bytes allocated while it ran; -1: no allocation
@@ -77,7 +86,10 @@ class RankStream:
 def _key(index: ScopeIndex, row: int, device_names: list[str]) -> tuple[str, str]:
     source = index.source[row]
     site = source if isinstance(source, str) else ""
-    if index.kind[row] == "runtime" and device_names:
+    # A launch outside any op is told by what it launched; inside an op (a library's op that no filter
+    # keeps), which kernel the library picked (CUB's Onesweep or SingleTile sort) is dispatch, compared as
+    # device work (info), not as another event.
+    if index.kind[row] == "runtime" and device_names and int(index.parent_op[row]) < 0:
         return f"{index.name[row]} -> {device_names[0]}", site
     return str(index.name[row]), site
 
@@ -92,17 +104,20 @@ def _site(index: ScopeIndex, row: int) -> tuple:
             source if isinstance(source, str) else None, function_of(index, int(index.user_frame[row])))
 
 
-def _host_rows(rule, index: ScopeIndex) -> tuple[list[int], dict[int, list[str]], set[int]]:
+def _host_rows(rule, index: ScopeIndex) -> tuple[list[int], dict[int, list[str]], set[int], list[int]]:
     """The rule's host rows in issue order (thread by thread), the device work each launched (in window),
-    and the rows whose device work is not in the trace."""
+    the rows whose device work is not in the trace, and every matching row (nested ones too)."""
     spec = rule.spec.check
     flt = EventFilter(tuple(spec.kinds or ("op", "runtime")), tuple(spec.names), (), tuple(spec.op_categories))
     edges = window_edges(index.table)
     outside = set(edges.outside.tolist())
     host = np.flatnonzero(np.isin(index.kind, ["op", "runtime"])).tolist()
-    rows = [r for r in host if r not in outside and flt(index, r) and not index.in_profiler(r)]
+    # A sync op that the trace shows to read a CPU value is neither a sync nor device work (kernlint.trace.syncs).
+    unconfirmed = unconfirmed_sync_ops(index)
+    rows = [r for r in host if r not in outside and not unconfirmed[r] and flt(index, r) and not index.in_profiler(r)]
     if rule.spec.scope.is_named:
         rows = inside_any(index, named_scopes(index, rule), rows)
+    every = list(rows)
     rows = outermost(index, rows)
     # Calls inside one op count once: a `.cpu()` copy is a pageable cudaMemcpyAsync and, on newer torch, a
     # cudaStreamSynchronize after it; that is one sync at one line.
@@ -137,12 +152,12 @@ def _host_rows(rule, index: ScopeIndex) -> tuple[list[int], dict[int, list[str]]
     for r in sorted(rows, key=lambda r: index.ts[r]):
         by_thread[index.thread[r]].append(r)
     ordered = [r for t in sorted(by_thread, key=lambda t: index.ts[by_thread[t][0]]) for r in by_thread[t]]
-    return ordered, device, unknown
+    return ordered, device, unknown, every
 
 
 def rank_stream(rule, table, index: ScopeIndex) -> RankStream:
     """One rank's stream for `rule` (the kind's rank part: computed where the trace is loaded)."""
-    rows, device, unknown = _host_rows(rule, index)
+    rows, device, unknown, every = _host_rows(rule, index)
     interned: dict = {}
 
     def intern(value):
@@ -161,12 +176,28 @@ def rank_stream(rule, table, index: ScopeIndex) -> RankStream:
         device_us.append(cost["device_us"])
         nbytes.append(-1 if cost["bytes"] is None else cost["bytes"])
     position = {r: pos for pos, r in enumerate(rows)}
+    step_of = _steps_of(index)
+    multiset = Counter((str(index.name[r]), _key(index, r, [])[1], step_of(r)) for r in every)
     return RankStream(
-        trace=table.path, rank=table.meta.rank, keys=keys, device=dev_by_pos,
+        trace=table.path, rank=table.meta.rank, keys=keys, device=dev_by_pos, multiset=multiset,
         unknown=frozenset(position[r] for r in unknown if r in position), sites=sites,
         ts=np.asarray(ts, dtype=np.float64),
         device_us=np.asarray(device_us, dtype=np.float64) if table.has_device_events else None,
         nbytes=np.asarray(nbytes, dtype=np.int64))
+
+
+def _steps_of(index: ScopeIndex):
+    """row -> the `ProfilerStep#N` range it ran in on its thread ("" outside one)."""
+    steps = index.named_scopes(annotations=[named_pattern("profiler-step-range")])
+    by_thread: dict[str, list] = defaultdict(list)
+    for s in steps:
+        by_thread[s.thread].append(s)
+
+    def step_of(row: int) -> str:
+        at = float(index.ts[row])
+        return next((s.name for s in by_thread.get(index.thread[row], ()) if s.ts <= at < s.end), "")
+
+    return step_of
 
 
 def _label(key: tuple[str, str]) -> str:
@@ -210,10 +241,16 @@ def run_group(rule, group) -> RuleOutcome:
                   end=0.0)
     findings: list[Finding] = []
     heterogeneous: list[str] = []
+    nested: list[str] = []
     for i, (stream, c) in enumerate(zip(streams, counts)):
         if i == ref:
             continue
         rank = stream.rank
+        if c != counts[ref] and stream.multiset == ref_stream.multiset:
+            nested.append(f"rank {rank} issues the same events as rank {ref_rank} step by step, nested "
+                          "differently (ops of zero duration at one timestamp)")
+            findings.extend(_device_differences(rule, stream, ref_stream, scope))
+            continue
         more = [k for k in everything if c[k] > counts[ref][k]]
         fewer = [k for k in everything if c[k] < counts[ref][k]]
         if more and fewer and not rule.spec.check.compare_different_programs:
@@ -257,8 +294,9 @@ def run_group(rule, group) -> RuleOutcome:
     if heterogeneous and not findings:
         return not_applicable(rule, "the ranks run different host programs, not one program with a stray "
                                     "difference: " + "; ".join(heterogeneous))
-    note = ("not compared, running different host programs: " + "; ".join(heterogeneous)) if heterogeneous else None
-    return decided(rule, findings, "host", len(streams), note)
+    notes = (["not compared, running different host programs: " + "; ".join(heterogeneous)] if heterogeneous
+             else []) + nested
+    return decided(rule, findings, "host", len(streams), "; ".join(notes) or None)
 
 
 def _device_differences(rule, stream: RankStream, ref: RankStream, scope) -> list[Finding]:

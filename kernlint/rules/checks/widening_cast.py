@@ -4,7 +4,7 @@ of a large tensor, inside the named (hot) scopes (zoo family R3).
 The cast's source dtype and shape are its first argument's `Input type` / `Input Dims`; the target dtype is
 the ScalarType code `Concrete Inputs` holds. The output's bytes are its numel times the target's itemsize.
 `.to()` to the dtype a tensor already has runs no `_to_copy`, so it is never counted. Not applicable on traces
-without input shapes.
+without input shapes, and on traces with no cast between the listed dtypes at all (a pass would say nothing).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
 from kernlint.rules.checks.dead_fill import ITEMSIZE, dtype_arg, numel, scoped_evidence
-from kernlint.rules.result import RuleOutcome, decided
+from kernlint.rules.result import RuleOutcome, decided, not_applicable
 from kernlint.trace.names import named_pattern
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.rows import rows_matching
@@ -48,11 +48,15 @@ def run(rule, table, index):
         return found
     scopes, args = found
     c = rule.spec.check
-    wanted = [r for r, shape, src, to in casts(index, args)
+    all_casts = casts(index, args)
+    if not any(src in c.from_dtypes and to in c.to_dtypes for _, _, src, to in all_casts):
+        return not_applicable(rule, f"no cast from {'/'.join(c.from_dtypes)} to {'/'.join(c.to_dtypes)} anywhere "
+                                    "in the trace: nothing of the rule's kind to judge")
+    wanted = [r for r, shape, src, to in all_casts
               if src in c.from_dtypes and to in c.to_dtypes
               and numel(shape) * ITEMSIZE.get(to, 4) >= c.min_bytes
               and (not c.min_last_dim or (shape and shape[-1] >= c.min_last_dim))]
-    info = {r: (shape, src, to) for r, shape, src, to in casts(index, args)}
+    info = {r: (shape, src, to) for r, shape, src, to in all_casts}
     rows = np.array(wanted, dtype=np.int64)
     findings = []
     for scope in scopes:
