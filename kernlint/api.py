@@ -41,7 +41,7 @@ from kernlint.errors import ConfigError, RuleFileError
 from kernlint.extras import require_capture
 from kernlint.report.model import CheckResult, clean_finding, sorted_findings
 from kernlint.report.safe import printable
-from kernlint.rules.result import STATUS_FAILED, Finding, exit_status
+from kernlint.rules.result import STATUS_FAILED, Finding
 from kernlint.rules.severity import SEVERITY_ORDER
 
 __all__ = ["CheckReport", "ProfiledBlock", "RuleViolation", "check", "profiling", "resolve_rules", "split_rules"]
@@ -236,29 +236,22 @@ def _baseline_of(baseline: Any):
     return baseline
 
 
-def _check_tables(tables: list, rules: list, fail_on: str, skipped=(), ignored_files: int = 0, *,
-                  baseline: Any = None, programs: dict | None = None, strict_env: bool = False,
-                  thresholds: Any = None, recording: bool = False) -> CheckReport:
-    from kernlint.rules.engine import check_traces
+def _check(rules: list, fail_on: str, *, paths=(), tables=(), baseline: Any = None, programs: dict | None = None,
+           strict_env: bool = False, thresholds: Any = None, recording: bool = False,
+           max_trace_bytes: int | None = None) -> CheckReport:
+    """The one check (kernlint.pipeline), as the API asks it: a CheckReport under `fail_on`."""
+    from kernlint.pipeline import CheckRequest, run_check
 
-    comparison = None
     if baseline is None:
         kept = [r for r in rules if not r.needs_baseline]   # nothing to compare with: not run, not listed
         if rules and not kept and not recording:   # recording a baseline checks nothing against one
             raise ConfigError(None, "the selected rules (" + ", ".join(r.id for r in rules) + ") compare with "
                                     "a baseline: pass baseline=")
         rules = kept
-    else:
-        from kernlint.baseline import compare_with_baseline
-
-        comparison = compare_with_baseline(baseline, tables, programs=programs, strict_env=strict_env,
-                                           limits=thresholds)
-    reports = check_traces(tables, rules, baseline=comparison)
-    unreadable = [(str(e.path), e.reason) for e in skipped if e.unreadable]
-    code = exit_status(reports, fail_on, incomplete_input=bool(unreadable))
-    return CheckReport(reports=reports, rules=rules, exit_code=code,
-                       skipped=[(str(e.path), e.reason) for e in skipped], ignored_files=ignored_files,
-                       unreadable=unreadable, fail_on=fail_on)
+    return run_check(CheckRequest(
+        rules=rules, paths=list(paths), tables=list(tables), max_trace_bytes=max_trace_bytes, baseline=baseline,
+        programs=programs, strict_env=strict_env, thresholds=thresholds, fail_on=fail_on,
+        result_type=CheckReport, result_fields={"fail_on": fail_on}))
 
 
 def check(trace_or_profiler: Any, rules: str | os.PathLike | Iterable[str | os.PathLike] | None = None, *,
@@ -279,7 +272,7 @@ def check(trace_or_profiler: Any, rules: str | os.PathLike | Iterable[str | os.P
     Raises TraceError (a trace that cannot be read), RuleFileError, ConfigError (bad selector, bad
     `fail_on`, a profiler with nothing to export); never prints or exits.
     """
-    from kernlint.trace.load import DEFAULT_MAX_TRACE_BYTES, discover_traces, load_trace
+    from kernlint.trace.load import DEFAULT_MAX_TRACE_BYTES, load_trace
 
     _check_fail_on(fail_on)
     chosen = resolve_rules(rules, select=select, ignore=ignore, builtin=builtin)
@@ -303,16 +296,14 @@ def check(trace_or_profiler: Any, rules: str | os.PathLike | Iterable[str | os.P
             paths.append(Path(item))
         else:
             raise TypeError(f"check: expected a trace path or a torch.profiler.profile, got {type(item).__name__}")
-    found = discover_traces(paths) if paths else None
-    tables = [load_trace(path, max_bytes=limit) for path in (found.files if found else [])]
+    tables = []
     with tempfile.TemporaryDirectory(prefix="kernlint-profile-") as folder:
         for n, prof in enumerate(profilers):
             exported = _export_profiler(prof, Path(folder) / f"profile{n}.pt.trace.json")
             label = PROFILER_TRACE_LABEL if len(profilers) == 1 else f"{PROFILER_TRACE_LABEL} #{n + 1}"
             tables.append(_relabel(load_trace(exported, max_bytes=limit), label))
-    return _check_tables(tables, chosen, fail_on, skipped=found.skipped if found else (),
-                         ignored_files=found.ignored_count if found else 0, baseline=baseline,
-                         strict_env=strict_env, thresholds=thresholds)
+    return _check(chosen, fail_on, paths=paths, tables=tables, baseline=baseline, strict_env=strict_env,
+                  thresholds=thresholds, max_trace_bytes=limit)
 
 
 def _caller_location(depth: int) -> str | None:
@@ -429,8 +420,8 @@ class ProfiledBlock:
             programs = {self.program: profile_program([table])}
             if self.keep_profile:
                 self.profile = programs[self.program]
-        return _check_tables([table], self.rules, self.fail_on, baseline=self.baseline, programs=programs,
-                             recording=self.keep_profile)
+        return _check(self.rules, self.fail_on, tables=[table], baseline=self.baseline, programs=programs,
+                      recording=self.keep_profile)
 
     def _check_profile(self) -> CheckReport:
         from kernlint.trace.load import DEFAULT_MAX_TRACE_BYTES, load_trace

@@ -493,30 +493,10 @@ def _rendered(result, options: CheckOptions) -> object:
     return renderer(options.fmt)(result)
 
 
-def _check_files(files, rules, options: CheckOptions, limit: int, *, baseline: bool,
-                 captures: dict[str, list[str]]) -> tuple[list, list]:
-    """(tables kept for the report, each trace's CheckedTrace): on the --jobs/--backend/--scheduler workers,
-    or, for --format html (its timelines need every trace's events here), loaded and kept in this process."""
-    from kernlint.parallel import check_paths, resolve_jobs
-
-    jobs = resolve_jobs(options.jobs)
-    if options.fmt == "html":
-        from kernlint.rules.engine import summarize_trace
-
-        if jobs > 1 or options.backend or options.scheduler:
-            raise ConfigError(None, "--format html draws its timelines from the events of every trace, which are "
-                                    "then all loaded in one process: it runs without --jobs, --backend, --scheduler")
-        tables = [_load(path, limit, captures.get(str(path), ())) for path in files]
-        return tables, [summarize_trace(t, rules, baseline=baseline) for t in tables]
-    return [], check_paths(files, rules, max_bytes=limit, jobs=jobs, backend=options.backend,
-                           scheduler=options.scheduler, baseline=baseline, captures=captures)
-
-
 def _run_check(traces, options: CheckOptions, notes=()) -> int:
-    from kernlint.report.model import CheckResult
-    from kernlint.rules.engine import combine_checked, compare_checked, exit_status
-    from kernlint.trace.load import discover_traces
-    from kernlint.trace.pairing import pair_captures
+    """Options -> the one check (kernlint.pipeline) -> the chosen format."""
+    from kernlint.parallel import resolve_jobs
+    from kernlint.pipeline import CheckRequest, run_check
 
     config = _current_config()
     if options.verbosity >= VERBOSE:
@@ -524,31 +504,18 @@ def _run_check(traces, options: CheckOptions, notes=()) -> int:
     if options.statistics and options.fmt not in ("text", "json"):   # before the work, not after it
         raise ConfigError(None, f"--statistics prints text or json, not --format {options.fmt}")
     rules = _without_baseline_rules(_selected_rules(options, config), options.baseline)
-    baseline = _read_baseline(options.baseline) if options.baseline else None
-    found = discover_traces(traces)
-    limit = options.max_trace_bytes or _max_trace_bytes_default()
-    # Capture traces go into the replay traces they belong to (CUDA-graph attribution), not checked alone.
-    pairing = pair_captures(found.files, limit, options.captures)
-    notes = [*notes, *pairing.notes]
-    tables, checked = _check_files(pairing.checked, rules, options, limit, baseline=baseline is not None,
-                                   captures=pairing.captures)
-    comparison = None
-    if baseline is not None:
-        comparison = compare_checked(baseline, checked, baseline_path=str(options.baseline),
-                                     limits=config.thresholds, strict_env=options.strict_env)
-    reports = combine_checked(checked, rules, baseline=comparison)
-    reports, suppressed = _suppressed(reports, rules, options, config)
-    # Entries that could not be read (not files that were read and are not traces): not checked.
-    unreadable = [(str(e.path), e.reason) for e in found.skipped if e.unreadable]
-    code = EXIT_CLEAN if options.exit_zero else exit_status(reports, options.fail_on,
-                                                            allow_incomplete=options.allow_incomplete,
-                                                            incomplete_input=bool(unreadable))
-    result = CheckResult(reports=reports, rules=rules, exit_code=code, notes=list(notes),
-                         skipped=[(str(e.path), e.reason) for e in found.skipped],
-                         ignored_files=found.ignored_count, unreadable=unreadable, tables=tables,
-                         suppressed=suppressed)
+    request = CheckRequest(
+        rules=rules, paths=list(traces), captures=list(options.captures),
+        max_trace_bytes=options.max_trace_bytes or _max_trace_bytes_default(),
+        baseline=_read_baseline(options.baseline) if options.baseline else None,
+        baseline_label=str(options.baseline or ""), strict_env=options.strict_env, thresholds=config.thresholds,
+        fail_on=options.fail_on, allow_incomplete=options.allow_incomplete, exit_zero=options.exit_zero,
+        jobs=resolve_jobs(options.jobs), backend=options.backend, scheduler=options.scheduler,
+        keep_tables=options.fmt == "html",   # its timelines draw from every trace's events
+        notes=list(notes), suppress=lambda reports, chosen: _suppressed(reports, chosen, options, config))
+    result = run_check(request)
     _emit(_rendered(result, options), options.output)
-    return code
+    return result.exit_code
 
 
 def _suppressed(reports, rules, options: CheckOptions, config: Config):
@@ -811,13 +778,14 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
     """
     def body() -> int:
         from kernlint.report import audit_renderer, replay_renderer
-        from kernlint.rules.loader import load_rules
 
         if not replay:   # replaying recorded traces needs no torch; profiling does
             require_capture("kernlint audit")
         # The format is resolved before any work: a format that cannot render this is refused at once.
         render = replay_renderer(fmt) if replay else audit_renderer(fmt)
         render_html = audit_renderer("html") if html_path is not None and not replay else None
+        from kernlint.rules.loader import load_rules
+
         rules = load_rules()
         if replay:
             from kernlint.checkout import CHECKOUT_FIXTURES

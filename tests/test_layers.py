@@ -10,7 +10,7 @@ import kernlint
 
 PKG = Path(__file__).resolve().parents[1] / "kernlint"
 # The top of the stack, beside the CLI: nothing below may import them.
-TOP = {"cli", "api", "pytest_plugin"}
+TOP = {"cli", "api", "pytest_plugin", "pipeline"}
 FORBIDDEN = {
     "reference": {"workloads", "capture", "trace", "baseline", "rules", "parallel", "report", "errors", "fileio"}
     | TOP,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import pickle
+import re
 import shutil
 from pathlib import Path
 
@@ -204,7 +205,6 @@ def test_a_bad_trace_under_jobs_is_one_line_and_exit_2(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--jobs", "2", "--format", "html", "-o", "r.html"], "--format html draws its timelines"),
     (["--backend", "nope"], "no parallel backend 'nope'"),
     (["--scheduler", "tcp://127.0.0.1:9", "--backend", "processes"], "--scheduler connects to a cluster"),
     (["--jobs", "-2"], "expected 0 (auto) or more"),
@@ -214,6 +214,20 @@ def test_bad_parallel_options_are_one_line_and_exit_2(tmp_path, args, message):
     result = CliRunner().invoke(main, ["check", str(TRACES / "gpu-tp2-nccl" / "fp8-tp-mlp"), "--isolated", *args])
     assert result.exit_code == 2 and message in result.output
     assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_html_with_jobs_checks_on_the_workers_and_writes_the_report(tmp_path):
+    """--format html draws timelines from every trace's events (loaded here) while the checking runs on the
+    --jobs workers: the report is written, and says what the serial one says."""
+    run = TRACES / "gpu-tp2-nccl" / "fp8-tp-mlp-rank1-sync"
+    serial, parallel = tmp_path / "serial.html", tmp_path / "parallel.html"
+    one = CliRunner().invoke(main, ["check", str(run), "--isolated", "--format", "html", "-o", str(serial)])
+    two = CliRunner().invoke(main, ["check", str(run), "--isolated", "--format", "html", "-o", str(parallel),
+                                    "--jobs", "2"])
+    assert one.exit_code == two.exit_code == 1, (one.output, two.output)
+    assert parallel.stat().st_size > 10_000
+    findings = re.compile(r'<article class="kl-finding[^"]*" id="[^"]*" data-rule="(KL\d{3})"')
+    assert sorted(findings.findall(parallel.read_text())) == sorted(findings.findall(serial.read_text()))
 
 
 def test_baseline_record_with_jobs_writes_the_serial_baseline(tmp_path):

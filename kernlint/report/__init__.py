@@ -5,9 +5,13 @@ from here, without importing the modules (so `--help` stays fast). Renderers ret
 writes it anywhere."""
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import pkgutil
 from collections.abc import Callable
+from functools import cache
+from pathlib import Path
 
 from kernlint.errors import ConfigError
 
@@ -26,12 +30,32 @@ def _module(name: str):
     return importlib.import_module(f"{__name__}.{name}{_SUFFIX}")
 
 
+@cache
+def capabilities(name: str) -> frozenset[str]:
+    """The renderers a format module defines at its top level (render, render_audit, render_replay,
+    render_statistics), read from its source without importing it: a format that cannot render what was
+    asked is refused before any work, and before the renderers' imports (pandas, jinja2) are paid for."""
+    if name not in format_names():
+        raise ConfigError(None, f"no output format {name!r} (known: {', '.join(format_names())})")
+    spec = importlib.util.find_spec(f"{__name__}.{name}{_SUFFIX}")
+    origin = spec.origin if spec is not None else None
+    source = Path(origin).read_text(encoding="utf-8") if origin and origin.endswith(".py") and Path(
+        origin).is_file() else None
+    if source is None:   # no source file (a zip or compiled-only install): ask the module itself
+        module = importlib.import_module(f"{__name__}.{name}{_SUFFIX}")
+        return frozenset(a for a in _RENDERERS if callable(getattr(module, a, None)))
+    tree = ast.parse(source)
+    return frozenset(node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name in _RENDERERS)
+
+
+_RENDERERS = ("render", "render_audit", "render_replay", "render_statistics")
+
+
 def _part(name: str, what: str, attribute: str) -> Callable[[object], object]:
-    fn = getattr(_module(name), attribute, None)
-    if fn is None:
+    if attribute not in capabilities(name):
         raise ConfigError(None, f"output format {name!r} does not render {what}; use one of: "
-                          + ", ".join(n for n in format_names() if hasattr(_module(n), attribute)))
-    return fn
+                          + ", ".join(n for n in format_names() if attribute in capabilities(n)))
+    return getattr(_module(name), attribute)
 
 
 def renderer(name: str) -> Callable[[object], object]:

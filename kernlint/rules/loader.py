@@ -13,7 +13,8 @@ import msgspec
 
 from kernlint.errors import ConfigError, RuleFileError
 from kernlint.rules.checks import REGISTRY
-from kernlint.rules.schema import Rule, RuleSpec
+from kernlint.rules.fields import pattern_fields
+from kernlint.rules.schema import AnchorSpec, Rule, RuleSpec, ScopeSpec
 from kernlint.trace.names import (
     DEVICE_CATEGORIES,
     HOST_CATEGORIES,
@@ -108,17 +109,21 @@ def _path_parts(path: str) -> list[str]:
     return [p for p in re.split(r"\.|\[\d+\]", path) if p]
 
 
-# Where a rule file holds patterns: (table, key); a list or a single string.
-_PATTERN_KEYS = (("anchor", "kernel"), ("anchor", "op"), ("scope", "annotations"), ("scope", "modules"),
-                 ("scope", "frames"), ("scope", "ops"), ("scope", "steps"), ("scope", "setup-annotations"),
-                 ("scope", "setup-frames"),
-                 ("check", "names"), ("check", "producers"), ("check", "sources"), ("check", "ops"),
-                 ("check", "exclude-frames"))
+def _pattern_keys(data: dict) -> list[tuple[str, str]]:
+    """Where a rule file holds patterns: (table, key) of every field [anchor], [scope] and the check kind
+    (by its [check] type) declare as a pattern (kernlint.rules.fields)."""
+    keys = [("anchor", key) for _, key in pattern_fields(AnchorSpec)]
+    keys += [("scope", key) for _, key in pattern_fields(ScopeSpec)]
+    check = data.get("check")
+    kind = REGISTRY.get(check.get("type")) if isinstance(check, dict) and isinstance(check.get("type"), str) else None
+    if kind is not None:
+        keys += [("check", key) for _, key in pattern_fields(kind.spec)]
+    return keys
 
 
 def _expand_named_patterns(data: dict, path: Path, text: str) -> None:
     """`@name` -> the names table's pattern of that name, in place; an unknown name is an error."""
-    for table, key in _PATTERN_KEYS:
+    for table, key in _pattern_keys(data):
         section = data.get(table)
         if not isinstance(section, dict) or key not in section:
             continue
@@ -195,12 +200,12 @@ def _validate(rule: Rule, path: Path, text: str) -> None:
         fail(f"rule name {spec.name!r} must be kebab-case", "name")
     check = spec.check
     regexes = []
-    if spec.anchor is not None:
-        regexes += [(spec.anchor.kernel, ["anchor", "kernel"]), (spec.anchor.op, ["anchor", "op"])]
-    for key in ("annotations", "modules", "frames", "ops", "steps", "setup_annotations", "setup_frames"):
-        regexes += [(p, ["scope", key.replace("_", "-")]) for p in getattr(spec.scope, key)]
-    regexes += [(p, ["check", "names"]) for p in getattr(check, "names", ())]
-    regexes += [(p, ["check", "exclude-frames"]) for p in getattr(check, "exclude_frames", ())]
+    for table, struct in (("anchor", spec.anchor), ("scope", spec.scope), ("check", check)):
+        if struct is None:
+            continue
+        for attr, key in pattern_fields(type(struct)):
+            value = getattr(struct, attr)
+            regexes += [(p, [table, key]) for p in (value if isinstance(value, list) else [value])]
     for pattern, where in regexes:
         if pattern is None:
             continue

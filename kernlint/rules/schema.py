@@ -40,6 +40,7 @@ from typing import Literal, Union
 import msgspec
 
 from kernlint.rules.checks import REGISTRY
+from kernlint.rules.fields import OptionalPattern, Patterns
 from kernlint.rules.severity import SEVERITY_ORDER, Severity
 
 __all__ = ["AnchorSpec", "ScopeSpec", "DocsSpec", "RuleSpec", "Rule", "SEVERITY_ORDER", "Severity",
@@ -51,26 +52,26 @@ class _Strict(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", frozen
 
 
 class AnchorSpec(_Strict):
-    kernel: str | None = None
-    op: str | None = None
+    kernel: OptionalPattern = None
+    op: OptionalPattern = None
 
 
 class ScopeSpec(_Strict):
-    annotations: list[str] = []
-    modules: list[str] = []
-    frames: list[str] = []
-    ops: list[str] = []
+    annotations: Patterns = []
+    modules: Patterns = []
+    frames: Patterns = []
+    ops: Patterns = []
     # Range or frame names that mark a whole step (ProfilerStep#N, execute_model, decode_step). With
     # `when-absent = "profiled-window"`, a trace with none of them (or, when `steps` is empty, with none of
     # the scopes above) is checked over each thread's whole profiled window minus set-up code
     # (`setup-annotations` / `setup-frames`): what runs between the model's calls is in the step too. There a
     # finding inside one of the scopes above keeps the rule's severity; one outside them gets
     # `window-severity`, since the trace does not say whether it ran in a step or in set-up.
-    steps: list[str] = []
+    steps: Patterns = []
     when_absent: Literal["not-applicable", "profiled-window"] = "not-applicable"
     window_severity: Severity = "warning"
-    setup_annotations: list[str] = []
-    setup_frames: list[str] = []
+    setup_annotations: Patterns = []
+    setup_frames: Patterns = []
     # Set on the copy of a rule that runs on the profiled window; never written in a rule file.
     window: bool = False
 

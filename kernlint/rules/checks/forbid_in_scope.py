@@ -6,13 +6,14 @@ import numpy as np
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register, under_frames
 from kernlint.rules.checks.dead_fill import op_args
 from kernlint.rules.checks.noise import CONTEXT_SEVERITY, DATA_LOADING, under_data_loader
+from kernlint.rules.fields import Patterns
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.rows import HOST_KINDS, EventFilter, outermost
 
 
 class ForbidInScope(CheckSpec, tag="forbid-in-scope"):
     kinds: list[str] = []                # event kinds (kernel, op, runtime, ...)
-    names: list[str] = []                # regexes searched in printed event names
+    names: Patterns = []                # regexes searched in printed event names
     device_categories: list[str] = []
     op_categories: list[str] = []
     nested: bool = False                 # also count ops that run inside a counted op
@@ -21,7 +22,7 @@ class ForbidInScope(CheckSpec, tag="forbid-in-scope"):
     skip_scalar_inputs: bool = False
     # Python frames (regexes, or @names) under which an event does not count: torch.from_numpy's lift is of
     # a NumPy array it shares, not of Python data.
-    exclude_frames: list[str] = []
+    exclude_frames: Patterns = []
     # Also a device event of the filter's kinds and device categories, whatever its name, whose launching call
     # blocks the host (runtime category sync): ROCm names a pageable upload `Host -> Device`, not `Pageable`,
     # and issues it with the blocking hipMemcpyWithStream.

@@ -16,6 +16,7 @@ from __future__ import annotations
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register, under_frames
 from kernlint.rules.checks.forbid_in_scope import kind_filter, needs_a_filter, present_anywhere, scope_rows
 from kernlint.rules.checks.noise import CONTEXT_SEVERITY, sync_contexts
+from kernlint.rules.fields import Patterns
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.graphs import capture_windows
 from kernlint.trace.rows import EventFilter, outermost
@@ -25,12 +26,12 @@ from kernlint.trace.syncs import unconfirmed_sync_ops
 
 class ForbidSyncInScope(CheckSpec, tag="forbid-sync-in-scope"):
     kinds: list[str] = []
-    names: list[str] = []
+    names: Patterns = []
     device_categories: list[str] = []
     op_categories: list[str] = []
     # Python frames (regexes) under which an event does not count: a library's own deliberate sync, such as
     # the torch.cuda.synchronize() that torch.cuda.graph runs before capture begins.
-    exclude_frames: list[str] = []
+    exclude_frames: Patterns = []
     # Where the scope's thread records stream captures (BeginCapture .. EndCapture), only syncs inside one
     # count: the rest of a capture function (warm-up runs, input preparation) is capture set-up. A scope on a
     # thread that records none (the region run eagerly) is judged whole.

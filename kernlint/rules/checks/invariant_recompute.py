@@ -24,6 +24,7 @@ from collections import defaultdict
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
+from kernlint.rules.fields import Pattern
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.names import NAMED_PATTERNS
 from kernlint.trace.patterns import PatternError, compile_pattern
@@ -33,8 +34,8 @@ _INSTANCE_SUFFIX = re.compile(r"_\d+$")
 
 
 class InvariantRecompute(CheckSpec, tag="invariant-recompute"):
-    sources: str
-    ops: str
+    sources: Pattern
+    ops: Pattern
     min_ops: int = 3
 
 

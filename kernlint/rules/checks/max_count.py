@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
 from kernlint.rules.checks.forbid_in_scope import needs_a_filter, scope_rows
+from kernlint.rules.fields import Patterns
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.rows import EventFilter
 
@@ -10,7 +11,7 @@ from kernlint.trace.rows import EventFilter
 class MaxCount(CheckSpec, tag="max-count"):
     max: int
     kinds: list[str] = []
-    names: list[str] = []
+    names: Patterns = []
     device_categories: list[str] = []
     op_categories: list[str] = []
     nested: bool = False

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, finding_cost, function_of, named_scopes, register
+from kernlint.rules.fields import Patterns
 from kernlint.rules.result import Finding, RuleOutcome, decided, not_applicable
 from kernlint.trace.names import named_pattern
 from kernlint.trace.rows import EventFilter, inside_any, outermost
@@ -43,7 +44,7 @@ _ALIGN_LIMIT = 20_000_000    # len(a) * len(b) above which the extra instance is
 
 class RankDivergence(CheckSpec, tag="rank-divergence"):
     kinds: list[str] = []                # host kinds compared: op, runtime (default: both)
-    names: list[str] = []
+    names: Patterns = []
     op_categories: list[str] = []        # host categories; ["*"] = every working op and launch
     # A rank with more of some keys and fewer of others runs another program (uneven shards): by default it
     # is not compared. Syncs are few and each one costs: a sync rule compares such ranks too.

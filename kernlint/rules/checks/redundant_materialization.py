@@ -27,13 +27,14 @@ from kernlint.rules.checks.dead_fill import (
     ops_by_thread,
     unit_of,
 )
+from kernlint.rules.fields import Pattern
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.patterns import PatternError, compile_pattern
 from kernlint.trace.rows import rows_matching
 
 
 class RedundantMaterialization(CheckSpec, tag="redundant-materialization"):
-    producers: str                               # regex (or @name) of the copying ops
+    producers: Pattern                           # regex (or @name) of the copying ops
     consumer_categories: list[str]               # op categories that accept broadcast / strided inputs
     min_bytes: int = 0                           # of the copy's output
 

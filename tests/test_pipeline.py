@@ -1,0 +1,78 @@
+"""One check pipeline: `kernlint check`, `kernlint.check()` and `audit --replay` (the rule cases on their
+recorded traces) give the same findings on the same traces."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES
+from kernlint import check
+from kernlint.cli import main
+from kernlint.rules.cases import evaluate_case, load_cases
+from kernlint.rules.loader import load_rules
+
+RULES = load_rules()
+# Recorded traces of several kinds of check (scoped syncs and uploads, an anchored rule, a CUDA-graph replay
+# with its capture, cross-rank ranks, real external traces), each with one of its cases.
+WANTED = {
+    "KL401:harness-in-step-sync-stays-an-error", "KL501:backward-pass-uploads-are-in-the-step",
+    "KL502:dataloader-collate-is-context", "KL004:gpu-2xh200-nccl-tp-mlp-rank1-stream-sync",
+    "KL001:gpu-graph-replay-new-ones-with-capture", "KL701:external-hta-trace-filter-2rank-forward-is-not-a-layer",
+    "KL401:external-hta-2rank-item-and-dtoh-per-step", "KL004:external-hta-trace-filter-2rank",
+}
+CASES = [c for c in load_cases(FIXTURES / "cases") if c.id in WANTED and c.spec.trace and not c.spec.baseline
+         and not c.spec.baseline_from and c.spec.slowdown is None]
+
+
+def _key(f) -> tuple:
+    return f.rule, f.message, f.severity, f.rank
+
+
+def test_the_sampled_cases_exist():
+    assert len(CASES) >= 5, sorted(c.id for c in CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_cli_api_and_audit_replay_find_the_same(case, tmp_path):
+    trace = case.trace_path(FIXTURES)
+    extra = ["--capture", str(FIXTURES / case.spec.capture)] if case.spec.capture else []
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(main, ["check", str(trace), "--isolated", "--select", case.rule, "--format", "json",
+                                       "-o", str(out), *extra])
+    assert result.exit_code in (0, 1, 4), result.output
+    cli = sorted((f["rule"], f["message"], f["severity"], f["rank"]) for f in json.loads(out.read_text())["findings"])
+    paths = [trace] + ([FIXTURES / case.spec.capture] if case.spec.capture else [])
+    api = sorted(_key(f) for f in check([str(p) for p in paths], select=[case.rule]).findings)
+    replayed = evaluate_case(case, trace, RULES, FIXTURES)
+    audit = sorted(_key(f) for f in replayed.outcome.findings)
+    assert cli == api == audit
+
+
+def test_a_format_that_cannot_render_replays_is_refused_before_any_work():
+    """audit --replay --format github: refused from the formats' declared renderers, before the rules, the
+    traces or the renderers' own imports (pandas) are loaded."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom click.testing import CliRunner\nfrom kernlint.cli import main\n"
+            "r = CliRunner().invoke(main, ['audit', '--replay', '--format', 'github', '--isolated'])\n"
+            "print(r.exit_code, 'pandas' in sys.modules, 'kernlint.rules.loader' in sys.modules)\n"
+            "print(r.output.strip())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    status, message = out.splitlines()[0], out.splitlines()[1]
+    assert status == "2 False False", out
+    assert message == ("kernlint: error: output format 'github' does not render replays; use one of: text, json, "
+                       "junit")
+
+
+def test_declared_renderers_are_the_modules_own():
+    import importlib
+
+    from kernlint.report import _RENDERERS, capabilities, format_names
+
+    for name in format_names():
+        module = importlib.import_module(f"kernlint.report.{name}_format")
+        assert capabilities(name) == {a for a in _RENDERERS if callable(getattr(module, a, None))}, name
+        assert "render" in capabilities(name), name
