@@ -41,7 +41,7 @@ from kernlint.errors import ConfigError, RuleFileError
 from kernlint.extras import require_capture
 from kernlint.report.model import CheckResult, clean_finding, sorted_findings
 from kernlint.report.safe import printable
-from kernlint.rules.result import STATUS_FAILED, Finding
+from kernlint.rules.result import STATUS_FAILED, Finding, at_or_above
 from kernlint.rules.severity import SEVERITY_ORDER
 
 __all__ = ["CheckReport", "ProfiledBlock", "RuleViolation", "check", "profiling", "resolve_rules", "split_rules"]
@@ -81,8 +81,7 @@ class CheckReport(CheckResult):
     @property
     def failing(self) -> list[Finding]:
         """The findings at or above `fail_on`: those that make `passed` False and the exit code 1."""
-        threshold = SEVERITY_ORDER[self.fail_on]
-        return [f for f in self.findings if SEVERITY_ORDER[f.severity] >= threshold]
+        return at_or_above(self.findings, self.fail_on)
 
     @property
     def passed(self) -> bool:

@@ -175,7 +175,7 @@ def test_autograd_thread_hooks_and_window_edges_are_not_frame_damage(tmp_path):
 def test_the_2021_schema_input_dims_are_read(tmp_path):
     """Cause 9: the 2021 kineto schema keeps shapes in `Input dims` (lower-case d), its `Input type` often
     empty: the trace has input shapes, and a rule that follows tensors by shape is not "no input shapes"."""
-    from kernlint.rules.checks.dead_fill import op_args
+    from kernlint.rules.evidence import op_args
 
     ev = [{"ph": "X", "cat": "Operator", "name": "aten::repeat", "pid": 1, "tid": 1, "ts": 0, "dur": 5,
            "args": {"Input dims": [[64, 128], []], "Input type": ["", ""]}}]

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kernlint.report.safe import is_missing
-from kernlint.rules.result import STATUS_INCOMPLETE, Finding, RuleOutcome, TraceReport
+from kernlint.rules.result import STATUS_INCOMPLETE, Finding, RuleOutcome, TraceReport, combined_status
 from kernlint.rules.schema import Rule
 
 
@@ -38,14 +38,7 @@ class CheckResult:
 
     def rule_status(self, rule_id: str) -> str:
         """failed if any trace failed it; passed if it applied somewhere and never failed; else not-applicable."""
-        statuses = {o.status for r in self.reports for o in r.outcomes if o.rule == rule_id}
-        if "failed" in statuses:
-            return "failed"
-        if STATUS_INCOMPLETE in statuses:
-            return STATUS_INCOMPLETE
-        if "passed" in statuses:
-            return "passed"
-        return "not-applicable"
+        return combined_status(o.status for r in self.reports for o in r.outcomes if o.rule == rule_id)
 
     @property
     def incomplete(self) -> list[tuple[TraceReport, RuleOutcome]]:

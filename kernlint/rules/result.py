@@ -43,7 +43,7 @@ class Finding:
     bytes: int | None = None
     # Evidence a renderer may show: for a timing change its effect, confidence interval and p-value.
     details: dict | None = field(default=None, compare=False, hash=False)
-    # Why a right finding is not what to act on first (kernlint.rules.checks.noise: step edge, warm-up, ...):
+    # Why a right finding is not what to act on first (kernlint.rules.noise: step edge, warm-up, ...):
     # such findings are info. None for a finding at its rule's own severity.
     context: str | None = None
     # Findings of several rules on one event (a pageable upload's copy and the sync it makes) share a group:
@@ -137,14 +137,28 @@ def decided(rule, findings: list[Finding], level: str | None, instances: int, no
                        level=level, instances=instances, findings=findings, note=note)
 
 
+# One rule's verdict over several traces: the first of these that any trace has.
+STATUS_PRECEDENCE = (STATUS_FAILED, STATUS_INCOMPLETE, STATUS_PASSED, STATUS_NOT_APPLICABLE)
+
+
+def combined_status(statuses: Iterable[str]) -> str:
+    """failed if any failed, else incomplete if any was, passed if any passed, else not applicable."""
+    found = set(statuses)
+    return next((s for s in STATUS_PRECEDENCE if s in found), STATUS_NOT_APPLICABLE)
+
+
+def at_or_above(findings: Iterable[Finding], fail_on: str) -> list[Finding]:
+    """The findings at or above the severity `fail_on`: those that fail a check."""
+    threshold = SEVERITY_ORDER[fail_on]
+    return [f for f in findings if SEVERITY_ORDER[f.severity] >= threshold]
+
+
 def merge_outcomes(outcomes: list[RuleOutcome]) -> RuleOutcome:
     """One rule's outcomes over several traces (the ranks of a run) as one: failed if any failed, else
     incomplete if any was, passed if any passed, else not applicable."""
     if len(outcomes) == 1:
         return outcomes[0]
-    statuses = {o.status for o in outcomes}
-    status = next(s for s in (STATUS_FAILED, STATUS_INCOMPLETE, STATUS_PASSED, STATUS_NOT_APPLICABLE)
-                  if s in statuses)
+    status = combined_status(o.status for o in outcomes)
     first = outcomes[0]
     levels = {o.level for o in outcomes if o.status != STATUS_NOT_APPLICABLE}
     return RuleOutcome(first.rule, first.name, first.severity, status,
@@ -180,12 +194,9 @@ def exit_status(reports: Iterable[TraceReport], fail_on: str = "warning", *, all
     """1 when a finding is at or above `fail_on`; else 4 when something could not be fully checked (an
     incomplete rule, or `incomplete_input`: entries that could not be read), unless `allow_incomplete`;
     else 0."""
-    threshold = SEVERITY_ORDER[fail_on]
     reports = list(reports)
-    for report in reports:
-        for f in report.findings:
-            if SEVERITY_ORDER[f.severity] >= threshold:
-                return EXIT_FINDINGS
+    if any(at_or_above(report.findings, fail_on) for report in reports):
+        return EXIT_FINDINGS
     if not allow_incomplete and (incomplete_input or any(o.status == STATUS_INCOMPLETE for r in reports
                                                          for o in r.outcomes)):
         return EXIT_INCOMPLETE

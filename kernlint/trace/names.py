@@ -229,6 +229,15 @@ def makes_launcher_sync(device_event_name: str) -> bool:
     return _SYNCING_DEVICE_EVENT.search(device_event_name) is not None
 
 
+# How torch.profiler names an nn.Module's frame (with_modules): `nn.Module: Linear_0`. Rules match the module
+# name without it.
+MODULE_PREFIX = "nn.Module: "
+
+
+def without_module_prefix(name: str) -> str:
+    return name[len(MODULE_PREFIX):] if name.startswith(MODULE_PREFIX) else name
+
+
 # Calls through which Triton launches its kernels (the CUDA driver; HIP's module API on ROCm): a kernel no
 # table line knows, launched by one of them, is a Triton kernel.
 TRITON_LAUNCH = re.compile(r"^(?:cuLaunchKernel|hipModuleLaunchKernel)")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernlint.trace.names import without_module_prefix
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.scopes import Scope, ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS
@@ -31,8 +32,8 @@ def compiled(pattern: str):
 
 def display_name(index: ScopeIndex, row: int) -> str:
     name = str(index.name[row])
-    if index.kind[row] == "module" and name.startswith("nn.Module: "):
-        return name[len("nn.Module: "):]
+    if index.kind[row] == "module":
+        return without_module_prefix(name)
     return name
 
 
@@ -44,7 +45,7 @@ def rows_matching(index: ScopeIndex, kinds: Iterable[str], pattern: str) -> np.n
         rows, codes, uniques = index.names_of_kind(kind)
         if not len(rows):
             continue
-        printed = (n[len("nn.Module: "):] if kind == "module" and n.startswith("nn.Module: ") else n
+        printed = (without_module_prefix(n) if kind == "module" else n
                    for n in uniques.tolist())
         hits = np.fromiter((regex.search(n) is not None for n in printed), dtype=bool, count=len(uniques))
         out.append(rows[hits[codes]])
@@ -141,7 +142,7 @@ class EventFilter:
             codes, uniques, is_module = index.name_codes()
             regexes = [compiled(p) for p in self.names]
             plain = np.fromiter((any(rx.search(u) for rx in regexes) for u in uniques.tolist()), bool, len(uniques))
-            stripped = np.fromiter((any(rx.search(u[len("nn.Module: "):] if u.startswith("nn.Module: ") else u)
+            stripped = np.fromiter((any(rx.search(without_module_prefix(u))
                                         for rx in regexes) for u in uniques.tolist()), bool, len(uniques))
             ok &= np.where(is_module, stripped[codes], plain[codes])
         if self.device_categories or self.op_categories:

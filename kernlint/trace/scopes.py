@@ -42,12 +42,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kernlint.trace.names import is_profiler_frame, named_pattern
+from kernlint.trace.names import MODULE_PREFIX, is_profiler_frame, named_pattern
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.table import DEVICE_KINDS, EventTable
 
 _CONTAINER = re.compile(named_pattern("profiler-container-range"))
-_MODULE_PREFIX = "nn.Module: "
+_MODULE_PREFIX = MODULE_PREFIX
 
 # What a caller may do before calling the fused quantize-and-GEMM function and still be the layer itself.
 _PREPARATION = frozenset({"fill", "copy", "cast", "memset", "memcpy_dtod"})

@@ -80,7 +80,7 @@ _STEP_RANGE = names.named_pattern("profiler-step-range")
 BAD_FIELD_BITS = {"ts": BAD_TS, "dur": BAD_DUR, "pid": BAD_PID, "tid": BAD_TID, "name": BAD_NAME, "cat": BAD_CAT,
                   "correlation": BAD_CORRELATION, "external_id": BAD_EXTERNAL_ID}
 UNPLACED = BAD_TS | BAD_PID | BAD_TID   # events left out of interval nesting: when or on which thread is unknown
-_MODULE_PREFIX = "nn.Module: "
+_MODULE_PREFIX = names.MODULE_PREFIX
 
 # Which `Concrete Inputs` position holds the dtype, for factory ops whose output an allocation is.
 _DTYPE_ARG_POSITION = {

@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
-from kernlint.rules.checks.dead_fill import ops_by_thread, scoped_evidence
-from kernlint.rules.checks.widening_cast import casts
+from kernlint.rules.evidence import casts, ops_by_thread, scoped_evidence
 from kernlint.rules.result import RuleOutcome, decided, not_applicable
 
 

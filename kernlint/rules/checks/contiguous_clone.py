@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
-from kernlint.rules.checks.dead_fill import ITEMSIZE, contiguous_strides, numel, scoped_evidence
+from kernlint.rules.evidence import ITEMSIZE, contiguous_strides, numel, scoped_evidence
 from kernlint.rules.result import RuleOutcome, decided, not_applicable
 from kernlint.trace.rows import rows_matching
 

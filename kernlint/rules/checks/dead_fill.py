@@ -20,197 +20,29 @@ Two tensors of one shape and dtype look alike: when a write's source has the buf
 finding says so. Without `[memory]` events or without input shapes the flow cannot be followed and the
 rule is not applicable, with the reason.
 
-The op-argument columns the event table drops are read back here from the trace file (`op_args`), once per
-table; the other R1-R3 kinds (redundant_repeat, widening_cast, cast_round_trip) share them.
+The op-argument columns the event table drops are read back from the trace file (kernlint.rules.evidence,
+`op_args`), once per table; the other R1-R3 kinds share them.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-
 import numpy as np
 
-from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
+from kernlint.rules.evidence import (
+    ITEMSIZE,
+    OpArgs,
+    evidence_problem,
+    numel,
+    op_args,
+    ops_by_thread,
+    unit_of,
+)
 from kernlint.rules.result import decided, not_applicable
-from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
+from kernlint.trace.dtypes import dtype_from_input_type
 from kernlint.trace.names import named_pattern
 from kernlint.trace.op_schemas import out_positions
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.rows import rows_matching
-from kernlint.trace.schema import raw_list
-from kernlint.trace.scopes import Scope
-from kernlint.trace.table import OP_ARGS_KEY
-
-# ---------------------------------------------------------------------------------------------------------
-# Op arguments, as the loader kept them (raw JSON of Input Dims, Input type, Concrete Inputs, Input Strides).
-
-@dataclass(frozen=True)
-class OpArgs:
-    dims: list
-    types: list
-    concrete: list
-    strides: list
-
-    def tensor(self, i: int) -> tuple[tuple, str, tuple | None] | None:
-        """(shape, dtype, strides) of the i-th argument when it is a tensor of a known dtype."""
-        if i >= len(self.types) or i >= len(self.dims) or not isinstance(self.types[i], str):
-            return None
-        dtype = dtype_from_input_type(self.types[i])
-        shape = self.dims[i]
-        if not dtype or not isinstance(shape, list) or not all(isinstance(d, int) for d in shape):
-            return None
-        st = self.strides[i] if i < len(self.strides) else None
-        st = tuple(st) if isinstance(st, list) and all(isinstance(s, int) for s in st) and len(st) == len(
-            shape) else None
-        return tuple(shape), dtype, st
-
-
-    def list_holds_shape(self, shape: tuple) -> bool:
-        """Whether a TensorList argument (`Input type` "TensorList", dims a list of shapes) has a member of
-        `shape`; the trace records no dtype for the members."""
-        for i, kind in enumerate(self.types):
-            if kind == "TensorList" and i < len(self.dims) and isinstance(self.dims[i], list):
-                if any(isinstance(m, list) and tuple(m) == tuple(shape) for m in self.dims[i]):
-                    return True
-        return False
-
-
-class OpArgsMap(Mapping):
-    """{op row: OpArgs} over the raw arguments the loader kept (an OpArgsStore); each row is decoded when
-    first asked for (a rule reads the few ops it follows, not the hundreds of thousands a trace holds)."""
-
-    def __init__(self, store):
-        self._store = store
-        self._decoded: dict[int, OpArgs] = {}
-
-    def __getitem__(self, row: int) -> OpArgs:
-        found = self._decoded.get(row)
-        if found is None:
-            fields = self._store.fields(row)
-            if fields is None:
-                raise KeyError(row)
-            dims, types, concrete, strides = fields
-            found = self._decoded[row] = OpArgs(raw_list(dims), raw_list(types), raw_list(concrete), raw_list(strides))
-        return found
-
-    def get(self, row, default=None):
-        try:
-            return self[row]
-        except KeyError:
-            return default
-
-    def __contains__(self, row) -> bool:
-        return isinstance(row, (int, np.integer)) and self._store.position(int(row)) >= 0
-
-    def __iter__(self):
-        return iter(self._store.rows.tolist())
-
-    def __len__(self) -> int:
-        return len(self._store.rows)
-
-    def any_strides(self) -> bool:
-        """Whether any op recorded a non-empty Input Strides list (decoding only the candidates)."""
-        o = self._store.offsets
-        for i in np.flatnonzero(o[:, 4] - o[:, 3] > 2).tolist():
-            if raw_list(self._store.field(i, 3)):
-                return True
-        return False
-
-
-def op_args(table) -> OpArgsMap | None:
-    """Input shapes, types, concrete values and strides of every op row that recorded them (kept raw by the
-    loader, decoded row by row on demand); None for a table built without them."""
-    key = "kernlint.checks.op_args"
-    if key in table.derived:
-        return table.derived[key]
-    raw = table.derived.get(OP_ARGS_KEY)
-    found = None if raw is None else OpArgsMap(raw)
-    table.derived[key] = found
-    return found
-
-
-def contiguous_strides(shape: tuple) -> tuple:
-    out, step = [], 1
-    for d in reversed(shape):
-        out.append(step)
-        step *= max(int(d), 1)
-    return tuple(reversed(out))
-
-
-def numel(shape: tuple) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
-
-
-ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "bfloat16": 2, "float16": 2, "int16": 2,
-            "uint8": 1, "int8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1,
-            "float8_e5m2fnuz": 1, "complex64": 8, "complex128": 16}
-
-
-def dtype_arg(args: OpArgs, pos: int) -> str | None:
-    if pos < len(args.concrete) and isinstance(args.concrete[pos], str):
-        return dtype_from_code(args.concrete[pos])
-    return None
-
-
-def unit_of(index, row: int) -> Scope:
-    """The innermost scope unit the event was issued from (below the coarse ones); else the innermost range,
-    module or user frame around it, coarse or not; else the event's thread."""
-    units = index.enclosing_units(row)
-    if units:
-        return units[0]
-    around = [int(c[row]) for c in (index.annotation, index.module, index.user_frame) if int(c[row]) >= 0]
-    if around:
-        return index.unit(max(around, key=lambda u: index.ts[u]))
-    return Scope(row=-1, kind="thread", name=str(index.thread[row]), thread=str(index.thread[row]),
-                 ts=float(index.ts[row]), end=float(index.end[row]))
-
-
-def ops_by_thread(index) -> dict[str, np.ndarray]:
-    """Top-level op rows (no op around them) of each thread, ordered by start. A use of a tensor is the
-    top-level op that takes it: what an op runs inside itself (the `copy_` inside `clone`) works on that
-    op's own buffers."""
-    key = "kernlint.checks.ops_by_thread"
-    found = index.table.derived.get(key)
-    if found is None:
-        rows = np.flatnonzero((index.kind == "op") & np.isfinite(index.ts) & (index.parent_op < 0))
-        order = np.lexsort((-index.end[rows], index.ts[rows]))
-        rows = rows[order]
-        found = {}
-        threads = index.thread[rows]
-        for t in set(threads.tolist()):
-            found[t] = rows[threads == t]
-        index.table.derived[key] = found
-    return found
-
-
-def evidence_problem(table, index) -> str | None:
-    """Why the data flow of ops cannot be followed in this trace, or None."""
-    if not (index.kind == "op").any():
-        return "the trace has no ops (cpu_op events)"
-    if table.meta.record_shapes is False:
-        return "the trace has no input shapes (record with record_shapes=True)"
-    args = op_args(table)
-    if args is None:
-        return "the trace's op arguments could not be read back from its file"
-    if not args:
-        return "the trace has no input shapes (record with record_shapes=True)"
-    return None
-
-
-def scoped_evidence(rule, table, index):
-    """The rule's named scopes and the trace's op arguments, or the not-applicable outcome that says which
-    of the two the trace lacks (the preamble of every kind that follows tensors by shape)."""
-    scopes = named_scopes(index, rule)
-    if not scopes:
-        return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
-    problem = evidence_problem(table, index)
-    if problem:
-        return not_applicable(rule, problem)
-    return scopes, op_args(table)
-
 
 # ---------------------------------------------------------------------------------------------------------
 # The check.

@@ -4,14 +4,14 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from kernlint.rules.anchors import find_anchors
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace import names
 from kernlint.trace.graphs import graph_replays
 from kernlint.trace.patterns import compile_pattern
-from kernlint.trace.rows import category_ok, drop_nested, inside_any, outermost, rows_matching
+from kernlint.trace.rows import category_ok, inside_any, outermost
 from kernlint.trace.scopes import AnchorSet, Scope
-from kernlint.trace.table import DEVICE_KINDS
 
 
 class ForbidBeforeAnchor(CheckSpec, tag="forbid-before-anchor"):
@@ -19,23 +19,6 @@ class ForbidBeforeAnchor(CheckSpec, tag="forbid-before-anchor"):
     op_categories: list[str] = []        # working ops before the anchor op (traces without GPU events)
     # Graph replays that nothing attributes: what, between the previous GEMM and the anchor, is a finding.
     kernel_order_categories: list[str] = msgspec.field(default_factory=lambda: ["fill", "memset"])
-
-
-def find_anchors(rule, table, index) -> tuple[str | None, np.ndarray]:
-    """Kernel-level anchors where the trace has GPU events and a kernel matches; else op-level ones."""
-    anchor = rule.spec.anchor
-    if anchor.kernel and table.has_device_events:
-        rows = rows_matching(index, DEVICE_KINDS, anchor.kernel)
-        # Inductor names its kernels after the ops it fused: a name that merely contains the anchor's is not one.
-        generated = rows_matching(index, DEVICE_KINDS, names.named_pattern("inductor-generated-kernel"))
-        rows = np.setdiff1d(rows, generated, assume_unique=True) if len(generated) else rows
-        if len(rows):
-            return "kernel", rows
-    if anchor.op:
-        rows = drop_nested(index, rows_matching(index, ("op", "annotation"), anchor.op))
-        if len(rows):
-            return "op", rows
-    return None, np.empty(0, dtype=np.int64)
 
 
 def anchor_reason(rule, table) -> str:

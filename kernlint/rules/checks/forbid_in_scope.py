@@ -4,11 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register, under_frames
-from kernlint.rules.checks.dead_fill import op_args
-from kernlint.rules.checks.noise import CONTEXT_SEVERITY, DATA_LOADING, under_data_loader
+from kernlint.rules.evidence import op_args
 from kernlint.rules.fields import Patterns
+from kernlint.rules.filters import kind_filter, needs_a_filter, present_anywhere, scope_rows
+from kernlint.rules.noise import CONTEXT_SEVERITY, DATA_LOADING, under_data_loader
 from kernlint.rules.result import decided, not_applicable
-from kernlint.trace.rows import HOST_KINDS, EventFilter, outermost
+from kernlint.trace.rows import EventFilter
 
 
 class ForbidInScope(CheckSpec, tag="forbid-in-scope"):
@@ -28,7 +29,7 @@ class ForbidInScope(CheckSpec, tag="forbid-in-scope"):
     # and issues it with the blocking hipMemcpyWithStream.
     blocking_launches: bool = False
     # An event under the DataLoader's range (collate building CPU tensors) is right but not the step's:
-    # info, with context "data loading" (kernlint.rules.checks.noise).
+    # info, with context "data loading" (kernlint.rules.noise).
     rank_noise: bool = False
 
 
@@ -36,28 +37,6 @@ def _scalar_input(args, row: int) -> bool:
     """Whether the op's first argument was 0-dim, or its shapes were not recorded (nothing to tell)."""
     a = args.get(row)
     return a is None or not a.dims or a.dims[0] == []
-
-
-def scope_rows(index, scope, event_filter: EventFilter, nested: bool, passes: np.ndarray | None = None
-               ) -> list[int]:
-    """Events issued inside one scope instance that pass the filter (or the mask `passes`), in issue order.
-    Without `nested`, an op counts only when no other op of the scope encloses it (aten::linear, not the copy_
-    it runs); with it, every matching op counts."""
-    passes = event_filter.mask(index) if passes is None else passes
-    device = index.device_events_between(scope.thread, scope.ts, scope.end)
-    host = index.rows_in_scope(scope, index.rows_of(HOST_KINDS), key="ts")
-    host = host[host != scope.row]
-    is_op = index.kind_code[host] == index.kind_code_of("op")
-    if not nested:
-        # An op counts only when its enclosing op is outside the scope instance. Runtime calls and device
-        # events are not ops: they count wherever they match (a sync inside `.cpu()`), but not twice when
-        # the op around them matches too (see `outermost`).
-        host = host[~is_op | ~np.isin(index.parent_op[host], host[is_op])]
-    candidates = np.concatenate([device[passes[device]], host[passes[host]]]).tolist()
-    rows = [r for r in candidates if not index.in_profiler(r)]
-    if nested:
-        return sorted(rows, key=lambda r: index.launch_ts[r])
-    return sorted(outermost(index, rows), key=lambda r: index.launch_ts[r])
 
 
 def _blocking_launch_mask(index, flt: EventFilter) -> np.ndarray:
@@ -69,27 +48,6 @@ def _blocking_launch_mask(index, flt: EventFilter) -> np.ndarray:
     linked = launcher >= 0
     blocking[linked] = index.category[launcher[linked]] == "sync"
     return flt.mask(index) | (unnamed & blocking & np.isin(index.kind, ["kernel", "memcpy", "memset"]))
-
-
-def kind_filter(flt: EventFilter) -> EventFilter:
-    """The events of the rule's kind: its kinds and categories, names aside when it has categories (a pinned
-    upload is of KL501's kind, an upload it judges and passes; a trace with no upload at all has none)."""
-    if flt.device_categories or flt.op_categories:
-        return EventFilter(flt.kinds, (), flt.device_categories, flt.op_categories)
-    return flt
-
-
-def present_anywhere(index, mask: np.ndarray) -> bool:
-    """Whether any event outside the profiler's own frames passes `mask`: where none does, a pass would be
-    vacuous (an upload rule on a trace that uploads nothing), so the verdict is not applicable."""
-    return any(not index.in_profiler(r) for r in np.flatnonzero(mask)[:10_000].tolist())
-
-
-def needs_a_filter(rule):
-    c = rule.spec.check
-    if not (c.kinds or c.names or c.device_categories or c.op_categories):
-        return f"{c.type} needs at least one of kinds, names, device-categories, op-categories", ["check", "type"]
-    return None
 
 
 def run(rule, table, index):

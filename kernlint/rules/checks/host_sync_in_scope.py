@@ -14,9 +14,9 @@ device) are never counted.
 from __future__ import annotations
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register, under_frames
-from kernlint.rules.checks.forbid_in_scope import kind_filter, needs_a_filter, present_anywhere, scope_rows
-from kernlint.rules.checks.noise import CONTEXT_SEVERITY, sync_contexts
 from kernlint.rules.fields import Patterns
+from kernlint.rules.filters import kind_filter, needs_a_filter, present_anywhere, scope_rows
+from kernlint.rules.noise import CONTEXT_SEVERITY, sync_contexts
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.graphs import capture_windows
 from kernlint.trace.rows import EventFilter, outermost
@@ -37,7 +37,7 @@ class ForbidSyncInScope(CheckSpec, tag="forbid-sync-in-scope"):
     # thread that records none (the region run eagerly) is judged whole.
     stream_capture_only: bool = False
     # Syncs that are right but not what to act on first (a harness's edge synchronize, the final readback,
-    # first-instance autotuning, data loading: kernlint.rules.checks.noise) are info, with their context.
+    # first-instance autotuning, data loading: kernlint.rules.noise) are info, with their context.
     rank_noise: bool = False
 
 

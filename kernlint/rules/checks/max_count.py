@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
-from kernlint.rules.checks.forbid_in_scope import needs_a_filter, scope_rows
 from kernlint.rules.fields import Patterns
+from kernlint.rules.filters import needs_a_filter, scope_rows
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.rows import EventFilter
 

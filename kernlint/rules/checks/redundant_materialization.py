@@ -18,7 +18,7 @@ import ast
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
-from kernlint.rules.checks.dead_fill import (
+from kernlint.rules.evidence import (
     ITEMSIZE,
     contiguous_strides,
     evidence_problem,

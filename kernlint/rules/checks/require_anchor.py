@@ -1,8 +1,8 @@
 """require-anchor: every instance of the named scope holds an anchor."""
 from __future__ import annotations
 
+from kernlint.rules.anchors import find_anchors
 from kernlint.rules.checks.base import CheckKind, CheckSpec, named_scopes, register
-from kernlint.rules.checks.forbid_before_anchor import find_anchors
 from kernlint.rules.result import Finding, decided, not_applicable
 from kernlint.trace.names import pattern_label
 from kernlint.trace.rows import inside_any

@@ -11,11 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
-from kernlint.rules.checks.dead_fill import ITEMSIZE, dtype_arg, numel, scoped_evidence
+from kernlint.rules.evidence import ITEMSIZE, casts, numel, scoped_evidence
 from kernlint.rules.result import RuleOutcome, decided, not_applicable
-from kernlint.trace.names import named_pattern
-from kernlint.trace.patterns import compile_pattern
-from kernlint.trace.rows import rows_matching
 
 
 class WideningCast(CheckSpec, tag="widening-cast"):
@@ -25,21 +22,6 @@ class WideningCast(CheckSpec, tag="widening-cast"):
     min_last_dim: int = 0       # of the cast tensor's last dimension (a vocabulary, not a hidden size)
 
 
-def casts(index, args) -> list[tuple[int, tuple, str, str]]:
-    """Outermost `_to_copy` ops with a known source tensor and target dtype: (row, shape, from, to)."""
-    regex = compile_pattern(named_pattern("cast-op"))
-    out = []
-    for r in rows_matching(index, ("op",), named_pattern("cast-op")).tolist():
-        p = int(index.parent_op[r])
-        if p >= 0 and regex.search(str(index.name[p])):
-            continue
-        a = args.get(r)
-        src = a.tensor(0) if a else None
-        to = dtype_arg(a, 1) if a else None
-        if src is None or not to:
-            continue
-        out.append((r, src[0], src[1], to))
-    return out
 
 
 def run(rule, table, index):

@@ -1,0 +1,118 @@
+"""Another package adds a check kind and an output format through entry points (kernlint.check_kinds,
+kernlint.formats): installed as a package (its dist-info on the path), they load and run in `kernlint check`
+like the built-in ones, and a plugin that fails to load is one line, exit 2."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from conftest import FIXTURES, REPO
+
+TRACE = FIXTURES / "external" / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+
+KIND = '''
+"""count-named-ops: at most `max` ops whose name matches `names` in the whole trace."""
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
+from kernlint.rules.fields import Patterns
+from kernlint.rules.result import decided, not_applicable
+from kernlint.trace.rows import rows_matching
+from kernlint.trace.scopes import Scope
+
+
+class CountNamedOps(CheckSpec, tag="count-named-ops"):
+    names: Patterns
+    max: int = 0
+
+
+def run(rule, table, index):
+    rows = [r for p in rule.spec.check.names for r in rows_matching(index, ("op",), p).tolist()]
+    if not rows:
+        return not_applicable(rule, "no op matches")
+    whole = Scope(row=-1, kind="window", name="whole trace", thread="", ts=0.0, end=0.0)
+    extra = rows[rule.spec.check.max:]
+    found = [make_finding(rule, index, r, whole, f"{index.name[r]} past the budget", None) for r in extra]
+    return decided(rule, found, "op", len(rows))
+
+
+register(CheckKind(type="count-named-ops", spec=CountNamedOps, run=run,
+                   summary="At most `max` ops matching `names` in the trace."))
+'''
+
+FORMAT = '''
+"""one line per finding: RULE<TAB>message (a demo plugin format)"""
+
+
+def render(result):
+    return "\\n".join(f"{f.rule}\\t{f.message}" for f in result.findings) + f"\\nDEMO {len(result.findings)}"
+'''
+
+RULE = '''
+id = "DEMO001"
+name = "too-many-copies"
+severity = "error"
+summary = "At most one aten::copy_ in the trace."
+
+[check]
+type = "count-named-ops"
+names = ["^aten::copy_$"]
+max = 1
+
+[docs]
+what-it-does = "Counts copies."
+why-is-this-bad = "Copies cost."
+example = "x.to(device)"
+use-instead = "pin once"
+references = []
+'''
+
+
+def _install(site, kind: str = KIND):
+    pkg = site / "kl_demo_plugin"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kinds.py").write_text(textwrap.dedent(kind))
+    (pkg / "fmt.py").write_text(textwrap.dedent(FORMAT))
+    info = site / "kl_demo_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kl-demo-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[kernlint.check_kinds]\ncount-named-ops = kl_demo_plugin.kinds\n\n"
+                                           "[kernlint.formats]\ndemo = kl_demo_plugin.fmt\n")
+
+
+def _kernlint(site, *args):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    return subprocess.run([sys.executable, "-m", "kernlint.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=site)
+
+
+def test_a_plugin_kind_and_format_load_and_run(tmp_path):
+    site = tmp_path / "site"
+    _install(site)
+    (tmp_path / "DEMO001.toml").write_text(RULE)
+    done = _kernlint(site, "check", str(TRACE), "--isolated", "--rules", str(tmp_path / "DEMO001.toml"),
+                     "--select", "DEMO001", "--format", "demo")
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1] == "DEMO 1" and lines[0] == "DEMO001\taten::copy_ past the budget", done.stdout
+    listed = _kernlint(site, "check", "--help")
+    assert "demo" in listed.stdout
+
+
+def test_a_plugin_pattern_field_is_checked_at_load(tmp_path):
+    site = tmp_path / "site"
+    _install(site)
+    (tmp_path / "DEMO001.toml").write_text(RULE.replace('names = ["^aten::copy_$"]', 'names = ["(a)\\\\1"]'))
+    done = _kernlint(site, "check", str(TRACE), "--isolated", "--rules", str(tmp_path / "DEMO001.toml"))
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith(f"kernlint: error: {tmp_path / 'DEMO001.toml'}:9: check.names:"), done.stderr
+
+
+def test_a_plugin_that_fails_to_load_is_one_line(tmp_path):
+    site = tmp_path / "site"
+    _install(site, kind="raise RuntimeError('broken plugin')\n")
+    done = _kernlint(site, "check", str(TRACE), "--isolated")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.strip() == ("kernlint: error: check-kind plugin 'count-named-ops' (kl_demo_plugin.kinds) "
+                                   "failed to load: RuntimeError: broken plugin"), done.stderr
