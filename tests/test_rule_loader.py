@@ -192,3 +192,17 @@ def test_exclude_frames_patterns_are_checked_and_expanded_at_load(tmp_path):
     text = text.replace('exclude-frames = ["(a)\\\\1"]', 'exclude-frames = ["@zero-copy-tensor-frame"]')
     rule = parse_rule_file(_write(tmp_path, text))
     assert rule.spec.check.exclude_frames == [named_pattern("zero-copy-tensor-frame")]
+
+
+def test_a_scope_preset_expands_to_its_table_and_an_unknown_one_is_an_error(tmp_path):
+    """`scope = "@hot-step"` is the names table's [scope] preset (the hot-scope block 7 rules share)."""
+    from kernlint.trace.names import SCOPE_PRESETS
+
+    text = GOOD.replace('[scope]\nannotations = ["step"]\n', "").replace('summary = "s"\n',
+                                                                      'summary = "s"\nscope = "@hot-step"\n')
+    scope = parse_rule_file(_write(tmp_path, text)).spec.scope
+    assert scope.annotations == [named_pattern("hot-scope-range")]
+    assert scope.when_absent == SCOPE_PRESETS["hot-step"]["when-absent"] == "profiled-window"
+    with pytest.raises(RuleFileError) as err:
+        parse_rule_file(_write(tmp_path, text.replace("@hot-step", "@hot"), name="KL901.toml"))
+    assert str(err.value).startswith(f"{tmp_path / 'KL901.toml'}:5: scope: '@hot' names no scope preset")

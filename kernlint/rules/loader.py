@@ -19,6 +19,7 @@ from kernlint.trace.names import (
     DEVICE_CATEGORIES,
     HOST_CATEGORIES,
     NAMED_PATTERNS,
+    SCOPE_PRESETS,
     named_pattern,
 )
 from kernlint.trace.patterns import PatternError, compile_pattern
@@ -121,6 +122,18 @@ def _pattern_keys(data: dict) -> list[tuple[str, str]]:
     return keys
 
 
+def _expand_scope_preset(data: dict, path: Path, text: str) -> None:
+    """`scope = "@name"` -> a copy of the names table's [scope] preset of that name, in place."""
+    scope = data.get("scope")
+    if not isinstance(scope, str):
+        return
+    if not scope.startswith("@") or scope[1:] not in SCOPE_PRESETS:
+        raise RuleFileError(path, f"scope: {scope!r} names no scope preset (known: "
+                            f"{', '.join('@' + n for n in sorted(SCOPE_PRESETS))}; or write a [scope] table)",
+                            _line_of(text, ["scope"]))
+    data["scope"] = {k: list(v) if isinstance(v, list) else v for k, v in SCOPE_PRESETS[scope[1:]].items()}
+
+
 def _expand_named_patterns(data: dict, path: Path, text: str) -> None:
     """`@name` -> the names table's pattern of that name, in place; an unknown name is an error."""
     for table, key in _pattern_keys(data):
@@ -156,6 +169,7 @@ def parse_rule_file(path: Path | Traversable) -> Rule:
                             int(m.group(1)) if m else None) from None
     except (RecursionError, MemoryError):  # tomllib parses nested arrays and tables by recursion
         raise RuleFileError(path, "invalid TOML: arrays or tables nested too deeply to read") from None
+    _expand_scope_preset(data, path, text)
     _expand_named_patterns(data, path, text)
     try:
         spec = msgspec.convert(data, RuleSpec)

@@ -229,6 +229,25 @@ def makes_launcher_sync(device_event_name: str) -> bool:
     return _SYNCING_DEVICE_EVENT.search(device_event_name) is not None
 
 
+# Whole [scope] tables a rule names as `scope = "@name"`, instead of copying the block.
+SCOPE_PRESETS: dict[str, dict] = {
+    # Hot scopes: step and serving ranges (ProfilerStep#N, execute_model, forward_decode, decode_step,
+    # sampler...), Python frames of forwards, samplers and decode steps, and every nn.Module; set-up code
+    # (loading, weight init, warm-up, graph capture) runs outside them. A trace without a step (no step
+    # range, no step function) is checked over its whole profiled window, set-up excepted; what is found
+    # outside the scopes above is a warning there (the trace cannot say whether it ran in a step).
+    "hot-step": {
+        "annotations": ["@hot-scope-range"],
+        "frames": ["@hot-scope-frame"],
+        "modules": ["@hot-scope-module"],
+        "steps": ["@hot-scope-range", "@step-frame"],
+        "when-absent": "profiled-window",
+        "setup-annotations": ["@setup-scope-range", "@graph-capture-range"],
+        "setup-frames": ["@setup-scope-frame", "@graph-capture-frame"],
+    },
+}
+
+
 # How torch.profiler names an nn.Module's frame (with_modules): `nn.Module: Linear_0`. Rules match the module
 # name without it.
 MODULE_PREFIX = "nn.Module: "
