@@ -11,8 +11,7 @@ from kernlint.rules.engine import check_traces
 from kernlint.rules.loader import load_rules
 from kernlint.trace.load import find_trace_files, load_trace
 from rule_helpers import outcome, shipped
-
-TP_RUN = FIXTURES / "traces" / "gpu-tp2-nccl" / "fp8-tp-mlp"
+from test_cross_rank import _ranks as _tp_ranks  # the H200 TP ranks, decoded fresh each call
 
 
 def _op(name, ts, dur, tid=1, **args):
@@ -63,14 +62,6 @@ def test_an_item_needs_a_sync_or_copy_under_it_where_a_runtime_is_recorded(tmp_p
                                         "tid": 1, "ts": 12.2, "dur": 0.5, "args": {"correlation": 2}}]
     synced = outcome(_step_trace(tmp_path, "copied", copied, runtime=True), kl401)
     assert synced.status == "failed" and [f.event for f in synced.findings] == ["aten::item"]
-
-
-def _tp_ranks() -> dict[int, dict]:
-    out = {}
-    for path in sorted(TP_RUN.glob("*.pt.trace.json.gz")):
-        data = json.loads(gzip.decompress(path.read_bytes()))
-        out[data["distributedInfo"]["rank"]] = data
-    return out
 
 
 def _group(tmp_path, ranks: dict[int, dict], rule_ids: tuple[str, ...]):
