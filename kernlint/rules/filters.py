@@ -42,7 +42,11 @@ def kind_filter(flt: EventFilter) -> EventFilter:
         return EventFilter(flt.kinds, (), flt.device_categories, flt.op_categories)
     return flt
 
-def present_anywhere(index, mask: np.ndarray) -> bool:
-    """Whether any event outside the profiler's own frames passes `mask`: where none does, a pass would be
-    vacuous (an upload rule on a trace that uploads nothing), so the verdict is not applicable."""
-    return any(not index.in_profiler(r) for r in np.flatnonzero(mask)[:10_000].tolist())
+
+def present_anywhere(index, mask: np.ndarray, left_out=None) -> bool:
+    """Whether any event outside the profiler's own frames passes `mask` (and is not `left_out(row)`, the
+    rule's own exclusions): where none does, a pass would be vacuous (an upload rule on a trace that uploads
+    nothing, a from-Python-data rule where the only lift is torch.from_numpy's), so the verdict is not
+    applicable."""
+    return any(not index.in_profiler(r) and not (left_out and left_out(r))
+               for r in np.flatnonzero(mask)[:10_000].tolist())

@@ -101,6 +101,9 @@ def sync_contexts(index, scopes, rows_by_scope: dict[int, list[int]], steps: lis
     for i, s in enumerate(scopes):
         by_thread[s.thread].append(i)
     last = {thread: max(positions, key=lambda i: scopes[i].ts) for thread, positions in by_thread.items()}
+    # Per thread, the (op, line) of the syncs found before its last instance: a readback there is per-step.
+    earlier = {thread: _sync_keys(index, scopes, rows_by_scope, positions, skip=last[thread])
+               for thread, positions in by_thread.items()}
     first = {thread: min(positions, key=lambda i: scopes[i].ts) for thread, positions in by_thread.items()}
     for i, rows in rows_by_scope.items():
         scope = scopes[i]
@@ -119,8 +122,7 @@ def sync_contexts(index, scopes, rows_by_scope: dict[int, list[int]], steps: lis
             if owner >= 0 and i == last[scope.thread] and len(by_thread[scope.thread]) > 1 \
                     and not _kernels_launched(index, scope, float(index.end[owner]), scope.end) \
                     and _reads_back(index, scope, owner) \
-                    and _op_key(index, owner) not in _sync_keys(index, scopes, rows_by_scope, by_thread[scope.thread],
-                                                                 skip=i):
+                    and _op_key(index, owner) not in earlier[scope.thread]:
                 contexts[r] = RESULT_READBACK
     # Warm-up: a sync in the thread's first instance at an op and line that later instances run sync-free.
     for thread, positions in by_thread.items():

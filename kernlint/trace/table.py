@@ -542,13 +542,9 @@ def _check_frame_tree(frame: pd.DataFrame, python_ids, parent_ids) -> None:
     ok = has & same_thread & inside
     # Kineto's own cross-thread tree: a Python hook the autograd engine runs on its thread (a top-level frame
     # there) names the frame that called backward() on the main thread, which holds it in time. Not damage.
-    process = np.array([str(t).split(":", 1)[0] for t in thread[frames]], dtype=object)
-    where = {int(r): i for i, r in enumerate(frames.tolist())}
-    child_process = process[[where[int(r)] for r in child.tolist()]]
-    parent_process = np.array([process[where[int(r)]] if int(r) in where else None for r in p.tolist()],
-                              dtype=object)
+    process = frame["pid"].to_numpy()
     top_level = frame["frame"].to_numpy()[child] < 0   # no frame of its own thread holds it
-    ok |= has & ~same_thread & inside & top_level & (child_process == parent_process)
+    ok |= has & ~same_thread & inside & top_level & (process[p] == process[child])
     # A window edge: a parent frame cut at the window's start or end (it began before the window opened, or
     # ran past its close) no longer holds its child's whole interval. Not damage.
     lo, hi = np.nanmin(ts[frames]), np.nanmax(end[frames])

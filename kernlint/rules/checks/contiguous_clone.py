@@ -28,9 +28,12 @@ def run(rule, table, index):
         return found
     scopes, args = found
     wanted, info = [], {}
-    for r in rows_matching(index, ("op",), "^aten::clone$").tolist():
-        if int(index.parent_op[r]) >= 0:
-            continue   # only the user's own clone, not one an op (contiguous, reshape...) runs inside
+    clones = [r for r in rows_matching(index, ("op",), "^aten::clone$").tolist()
+              if int(index.parent_op[r]) < 0]   # only the user's own clone, not one an op runs inside
+    if not clones:
+        return not_applicable(rule, "no aten::clone of the program's own anywhere in the trace: nothing of the "
+                                    "rule's kind to judge")
+    for r in clones:
         a = args.get(r)
         src = a.tensor(0) if a else None
         if src is None or src[2] is None or src[2] != contiguous_strides(src[0]):

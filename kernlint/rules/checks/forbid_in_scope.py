@@ -10,6 +10,7 @@ from kernlint.rules.filters import kind_filter, needs_a_filter, present_anywhere
 from kernlint.rules.noise import CONTEXT_SEVERITY, DATA_LOADING, under_data_loader
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.rows import EventFilter
+from kernlint.trace.table import DEVICE_KINDS
 
 
 class ForbidInScope(CheckSpec, tag="forbid-in-scope"):
@@ -47,34 +48,39 @@ def _blocking_launch_mask(index, flt: EventFilter) -> np.ndarray:
     blocking = np.zeros(len(launcher), dtype=bool)
     linked = launcher >= 0
     blocking[linked] = index.category[launcher[linked]] == "sync"
-    return flt.mask(index) | (unnamed & blocking & np.isin(index.kind, ["kernel", "memcpy", "memset"]))
+    return flt.mask(index) | (unnamed & blocking & np.isin(index.kind, list(DEVICE_KINDS)))
 
 
 def run(rule, table, index):
     scopes = named_scopes(index, rule)
     if not scopes:
         return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
-    flt = EventFilter.of(rule.spec.check)
-    passes = _blocking_launch_mask(index, flt) if rule.spec.check.blocking_launches else None
-    if not present_anywhere(index, kind_filter(flt).mask(index)):
-        return not_applicable(rule, "nothing of the rule's kind anywhere in the trace (no event of its kinds "
-                                    "and categories)")
+    c = rule.spec.check
+    flt = EventFilter.of(c)
+    passes = _blocking_launch_mask(index, flt) if c.blocking_launches else None
     args = None
-    if rule.spec.check.skip_scalar_inputs:
+    if c.skip_scalar_inputs:
         args = op_args(table)
         if not args:
             return not_applicable(rule, "the trace has no input shapes (record with record_shapes=True): a Python "
                                         "scalar lifted to a tensor cannot be told from data built on the host")
+    cache: dict = {}
+
+    def left_out(r: int) -> bool:
+        """A Python scalar lifted to a tensor, or an event under an excluded frame: not of the rule's kind."""
+        return (args is not None and index.kind[r] == "op" and _scalar_input(args, r)) or bool(
+            c.exclude_frames and under_frames(index, r, c.exclude_frames, cache))
+
+    if not present_anywhere(index, kind_filter(flt).mask(index), left_out):
+        return not_applicable(rule, "nothing of the rule's kind anywhere in the trace (no event of its kinds "
+                                    "and categories)")
     findings = []
-    excluded, cache = rule.spec.check.exclude_frames, {}
     for scope in scopes:
-        for r in scope_rows(index, scope, flt, rule.spec.check.nested, passes):
-            if args is not None and index.kind[r] == "op" and _scalar_input(args, r):
-                continue
-            if excluded and under_frames(index, r, excluded, cache):
+        for r in scope_rows(index, scope, flt, c.nested, passes):
+            if left_out(r):
                 continue
             event = str(index.short_name[r])
-            context = DATA_LOADING if rule.spec.check.rank_noise and under_data_loader(index, r) else None
+            context = DATA_LOADING if c.rank_noise and under_data_loader(index, r) else None
             findings.append(make_finding(rule, index, r, scope, f"{event} in {scope.label}"
                                          + (f" ({context})" if context else ""), None,
                                          severity=CONTEXT_SEVERITY if context else None, context=context))

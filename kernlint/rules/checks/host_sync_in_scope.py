@@ -74,9 +74,10 @@ def run(rule, table, index):
     if not scopes:
         return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
     flt = EventFilter.of(rule.spec.check)
-    if not present_anywhere(index, kind_filter(flt).mask(index) & ~unconfirmed_sync_ops(index)):
-        return not_applicable(rule, "no host sync anywhere in the trace: nothing of the rule's kind to judge")
     excluded, cache = rule.spec.check.exclude_frames, {}
+    if not present_anywhere(index, kind_filter(flt).mask(index) & ~unconfirmed_sync_ops(index),
+                            lambda r: bool(excluded) and under_frames(index, r, excluded, cache)):
+        return not_applicable(rule, "no host sync anywhere in the trace: nothing of the rule's kind to judge")
     captures = _capture_spans(table) if rule.spec.check.stream_capture_only else {}
     kept: dict[int, list[int]] = {}
     left_out = 0

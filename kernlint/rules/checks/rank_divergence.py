@@ -23,6 +23,7 @@ traces were read.
 """
 from __future__ import annotations
 
+import bisect
 import difflib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -189,14 +190,17 @@ def rank_stream(rule, table, index: ScopeIndex) -> RankStream:
 
 def _steps_of(index: ScopeIndex):
     """row -> the `ProfilerStep#N` range it ran in on its thread ("" outside one)."""
-    steps = index.named_scopes(annotations=[named_pattern("profiler-step-range")])
     by_thread: dict[str, list] = defaultdict(list)
-    for s in steps:
-        by_thread[s.thread].append(s)
+    for s in sorted(index.named_scopes(annotations=[named_pattern("profiler-step-range")]), key=lambda s: s.ts):
+        by_thread[s.thread].append(s)   # instances on one thread do not overlap (nested ones merge)
+    starts = {t: [s.ts for s in steps] for t, steps in by_thread.items()}
 
     def step_of(row: int) -> str:
-        at = float(index.ts[row])
-        return next((s.name for s in by_thread.get(index.thread[row], ()) if s.ts <= at < s.end), "")
+        steps, at = by_thread.get(index.thread[row]), float(index.ts[row])
+        if not steps:
+            return ""
+        i = bisect.bisect_right(starts[index.thread[row]], at) - 1
+        return steps[i].name if i >= 0 and at < steps[i].end else ""
 
     return step_of
 
