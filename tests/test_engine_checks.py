@@ -309,7 +309,8 @@ def test_a_tensor_from_numpy_is_not_built_from_python_data(tmp_path, record):
 
     kl502 = shipped("KL502")
     clean = outcome(record(forward_from_numpy), kl502)
-    assert clean.status == "passed" and clean.instances >= 1, clean
+    # from_numpy's lift is the trace's only one: nothing of the rule's kind (issue 24, cause 9)
+    assert clean.status == "not-applicable" and "nothing of the rule's kind" in clean.reason, clean
     listed = outcome(record(forward_from_list), kl502)
     assert listed.status == "failed" and len(listed.findings) == 1, [f.message for f in listed.findings]
 
