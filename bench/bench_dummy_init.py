@@ -10,12 +10,13 @@ Second table: the fused kernel's launch-parameter sweep, same method.
 """
 from __future__ import annotations
 
-import importlib.util
 import statistics
 import sys
 from pathlib import Path
 
 import torch
+
+from kernlint.checkout import import_path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
@@ -28,9 +29,7 @@ WARMUP = 3
 
 def load_old_path():
     path = REPO_ROOT / "fixtures" / "regressed" / "dummy_init_old.py"
-    spec = importlib.util.spec_from_file_location("dummy_init_old", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_path(path, "dummy_init_old")
     return module
 
 

@@ -7,7 +7,7 @@ the CLI, and the pytest plugin that pytest loads in every session) stays light:
     kernlint.profiling(rules=None, *, device=None, ...)    # a context manager; see kernlint.api
     kernlint.RuleViolation                                  # AssertionError raised by assert_clean()
 """
-__version__ = "0.1.0"
+from kernlint._version import __version__
 
 _API = ("CheckReport", "ProfiledBlock", "RuleViolation", "check", "profiling", "resolve_rules")
 __all__ = ["__version__", *_API]

@@ -39,9 +39,16 @@ from typing import Any
 
 from kernlint.errors import ConfigError, RuleFileError
 from kernlint.extras import require_capture
-from kernlint.report.model import CheckResult, clean_finding, sorted_findings
 from kernlint.report.safe import printable
-from kernlint.rules.result import STATUS_FAILED, Finding, at_or_above
+from kernlint.rules.result import (
+    EXIT_CLEAN,
+    STATUS_FAILED,
+    CheckResult,
+    Finding,
+    at_or_above,
+    clean_finding,
+    sorted_findings,
+)
 from kernlint.rules.severity import SEVERITY_ORDER
 
 __all__ = ["CheckReport", "ProfiledBlock", "RuleViolation", "check", "profiling", "resolve_rules", "split_rules"]
@@ -66,7 +73,7 @@ class RuleViolation(AssertionError):
 
 @dataclass(repr=False)
 class CheckReport(CheckResult):
-    """What a check found: a kernlint.report.model.CheckResult (every output format renders it) plus the
+    """What a check found: a kernlint.rules.result.CheckResult (every output format renders it) plus the
     verdict under `fail_on`.
 
     `findings` (every finding, in a fixed order), `reports` (one per trace, plus one per run group of
@@ -86,8 +93,8 @@ class CheckReport(CheckResult):
     @property
     def passed(self) -> bool:
         """No finding at or above `fail_on`, and everything was fully checked (no incomplete verdict, no
-        unreadable entry)."""
-        return not self.failing and not self.incomplete and not self.unreadable
+        unreadable entry): the exit policy's clean status (kernlint.rules.result.exit_status), as the CLI's."""
+        return self.exit_code == EXIT_CLEAN
 
     @property
     def failed_rules(self) -> list[str]:
@@ -241,16 +248,11 @@ def _check(rules: list, fail_on: str, *, paths=(), tables=(), baseline: Any = No
     """The one check (kernlint.pipeline), as the API asks it: a CheckReport under `fail_on`."""
     from kernlint.pipeline import CheckRequest, run_check
 
-    if baseline is None:
-        kept = [r for r in rules if not r.needs_baseline]   # nothing to compare with: not run, not listed
-        if rules and not kept and not recording:   # recording a baseline checks nothing against one
-            raise ConfigError(None, "the selected rules (" + ", ".join(r.id for r in rules) + ") compare with "
-                                    "a baseline: pass baseline=")
-        rules = kept
     return run_check(CheckRequest(
         rules=rules, paths=list(paths), tables=list(tables), max_trace_bytes=max_trace_bytes, baseline=baseline,
         programs=programs, strict_env=strict_env, thresholds=thresholds, fail_on=fail_on,
-        result_type=CheckReport, result_fields={"fail_on": fail_on}))
+        baseline_hint=None if recording else "pass baseline=", result_type=CheckReport,
+        result_fields={"fail_on": fail_on}))
 
 
 def check(trace_or_profiler: Any, rules: str | os.PathLike | Iterable[str | os.PathLike] | None = None, *,

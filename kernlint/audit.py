@@ -12,13 +12,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernlint.baseline import Baseline, ProgramProfile, Thresholds, compare_with_baseline, profile_program
+from kernlint.baseline import Baseline, ProgramProfile, Thresholds, profile_program
 from kernlint.baseline.environment import environment_of
 from kernlint.capture.distributed import RankLaunch, launch, start_ranks
 from kernlint.capture.metadata import collect_run_metadata
-from kernlint.capture.runner import capture
-from kernlint.rules.engine import TraceReport, check_against_baseline, check_trace, check_traces, merge_reports
-from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE
+from kernlint.capture.runner import profile_workload
+from kernlint.device import Device
+from kernlint.pipeline import CheckRequest, run_check
+from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE, TraceReport, merge_reports
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import load_trace
 from kernlint.trace.table import EventTable
@@ -91,7 +92,7 @@ def workloads_not_run(device: str, *, include_regressed: bool = False, fixtures:
 
 def audit_ranks(device: str) -> int:
     """Ranks for a distributed workload in the audit: two (gloo) on the CPU, up to two GPUs with NCCL."""
-    if device == "cpu":
+    if not Device.parse(device).is_gpu:
         return 2
     import torch
 
@@ -108,8 +109,7 @@ def compare_with_expectation(workload: Workload, report: TraceReport, ranks: int
         expect.update(workload.expect_one_rank)
     for rule_id, expected in expect.items():
         outcome = status.get(rule_id)
-        if workload.distributed and ranks < 2 and outcome is not None and outcome.reason and \
-                outcome.reason.startswith("needs the traces of two or more ranks"):
+        if workload.distributed and ranks < 2 and outcome is not None and outcome.one_rank:
             continue
         if outcome is None:
             problems.append(f"{rule_id} was not run")
@@ -130,12 +130,8 @@ def capture_workload(workload: Workload, device: str, folder: Path, *, steps: in
     if workload.distributed:
         nproc = audit_ranks(device)
         return launch(workload.name, nproc, device, folder, workload.name, steps=steps), nproc
-    step = workload.build(device)
-    try:
-        trace = capture(step, folder, workload.name, device=device, steps=steps,
-                        extra={"workload": workload.name, "regressed": workload.regressed}).trace
-    finally:
-        del step
+    trace = profile_workload(workload.build, device, folder, workload.name, label=workload.name, steps=steps,
+                             extra={"workload": workload.name, "regressed": workload.regressed}).trace
     return [trace], 1
 
 
@@ -247,10 +243,11 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
     baseline_report = None
     baseline_rules = [r for r in rules if r.needs_baseline]
     if baseline is not None and baseline_rules:
-        comparison = compare_with_baseline(baseline, all_tables, baseline_path=baseline_path, limits=limits,
-                                           strict_env=strict_env, programs=programs,
-                                           environments=[environment_of(metadata)])
-        baseline_report = check_against_baseline(all_tables, baseline_rules, comparison)
+        compared = run_check(CheckRequest(rules=baseline_rules, tables=all_tables, baseline=baseline,
+                                          baseline_label=baseline_path, programs=programs,
+                                          environments=[environment_of(metadata)], thresholds=limits,
+                                          strict_env=strict_env))
+        baseline_report = compared.reports[-1]
     return AuditRun(device=device, metadata=metadata, verdicts=ordered,
                     out_dir=Path(out_dir) if out_dir else None, seconds=time.perf_counter() - start,
                     baseline_report=baseline_report, rules=list(rules), not_run=list(not_run))
@@ -265,13 +262,13 @@ def _checked(workload: Workload, device: str, traces: list[Path], ranks: int, ru
     if on_step:
         on_step("check", workload)
     tables = [load_trace(t) for t in traces]
-    if workload.distributed:
-        rank_reports = check_traces(tables, rules)
-        verdict.report = merge_reports(rank_reports)
+    reports = run_check(CheckRequest(rules=rules, tables=tables, baseline_hint=None)).reports
+    if workload.distributed:   # each rank's report, then the run group's (the cross-rank rules)
+        verdict.report = merge_reports(reports)
         if keep_tables:
-            verdict.rank_reports = rank_reports
+            verdict.rank_reports = reports
     else:
-        verdict.report = check_trace(tables[0], rules)
+        (verdict.report,) = reports
     verdict.problems = compare_with_expectation(workload, verdict.report, ranks)
     if keep_tables:
         verdict.tables = tables

@@ -8,3 +8,23 @@ from pathlib import Path
 
 # fixtures/: the regressed workloads, the recorded traces and the rule cases beside them.
 CHECKOUT_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def import_path(path: str | Path, name: str):
+    """Import the Python file at `path` as module `name` (registered in sys.modules, so dataclasses and
+    pickling inside it work): a user's workload file, a fixture program, a script. Raises what importing it
+    raises; callers that import a user's file turn that into one line."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not an importable Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module

@@ -33,9 +33,9 @@ from typing import Any
 import click
 from rich.console import Console
 
-from kernlint import __version__
+from kernlint._version import __version__
 from kernlint.config import SELECTION_KEYS, Config, described, param_name, parse_size, resolve_config
-from kernlint.errors import ConfigError, KernlintError
+from kernlint.errors import ConfigError, KernlintError, WorkloadError
 from kernlint.extras import require_capture
 from kernlint.fileio import write_text_atomically
 from kernlint.report.safe import printable
@@ -264,11 +264,12 @@ def _options(*decorators: Callable) -> Callable:
 
 
 def _format_option(f):
-    from kernlint.report import format_names
+    from kernlint.report import FORMATS, format_names
 
+    summaries = FORMATS.summaries()
     return click.option("--format", "fmt", type=click.Choice(format_names()), default="text", show_default=True,
-                        help="Output format: text (terminal), json (schema in kernlint/report/json_format.py), "
-                             "github (workflow annotations), markdown (job summary).")(f)
+                        help="Output format: " + "; ".join(f"{n} ({summaries[n]})" for n in format_names())
+                             + ".")(f)
 
 
 _debug_option = click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
@@ -449,48 +450,17 @@ def _selected_rules(options: CheckOptions, config: Config) -> list:
     return resolve_selection(rules, layers)
 
 
-def _without_baseline_rules(rules: list, baseline: Path | None) -> list:
-    """Without a baseline the rules that compare with one (KL801-KL807) have nothing to run on: left out of
-    the check, so that they are not listed as not applicable. Selecting only them is an error."""
-    if baseline is not None:
-        return rules
-    kept = [r for r in rules if not r.needs_baseline]
-    if not kept:
-        raise ConfigError(None, "the selected rules (" + ", ".join(r.id for r in rules) + ") compare with a "
-                                "baseline: add --baseline FILE (record one with `kernlint baseline record`)")
-    return kept
-
-
 def _read_baseline(path: Path):
     from kernlint.baseline import read_baseline
 
     return read_baseline(path)
 
 
-def _statistics_json(result) -> str:
-    from kernlint.report.safe import json_safe
-    from kernlint.report.text_format import rule_statistics
-
-    data = {"schema_version": 1, "exit_code": result.exit_code,
-            "statistics": [dataclasses.asdict(s) for s in rule_statistics(result)],
-            "findings": len(result.findings),
-            "rules_incomplete": sorted({o.rule for _, o in result.incomplete}),
-            "unreadable": len(result.unreadable)}
-    return json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"
-
-
 def _rendered(result, options: CheckOptions) -> object:
-    from kernlint.report import renderer, text_format
+    from kernlint.report import RenderContext, get_format
 
-    if options.statistics:
-        if options.fmt == "text":
-            return text_format.render_statistics(result, options.verbosity)
-        if options.fmt == "json":
-            return _statistics_json(result)
-        raise ConfigError(None, f"--statistics prints text or json, not --format {options.fmt}")
-    if options.fmt == "text":
-        return text_format.render(result, options.verbosity)
-    return renderer(options.fmt)(result)
+    what = "statistics" if options.statistics else "check"
+    return get_format(options.fmt).renderer(what)(result, RenderContext(verbosity=options.verbosity))
 
 
 def _run_check(traces, options: CheckOptions, notes=()) -> int:
@@ -501,17 +471,20 @@ def _run_check(traces, options: CheckOptions, notes=()) -> int:
     config = _current_config()
     if options.verbosity >= VERBOSE:
         _error_line(described(config), prefix="kernlint: ")
-    if options.statistics and options.fmt not in ("text", "json"):   # before the work, not after it
-        raise ConfigError(None, f"--statistics prints text or json, not --format {options.fmt}")
-    rules = _without_baseline_rules(_selected_rules(options, config), options.baseline)
+    from kernlint.report import get_format
+
+    chosen = get_format(options.fmt)   # a format that cannot render this is refused before the work
+    chosen.renderer("statistics" if options.statistics else "check")
     request = CheckRequest(
-        rules=rules, paths=list(traces), captures=list(options.captures),
+        rules=_selected_rules(options, config),
+        baseline_hint="add --baseline FILE (record one with `kernlint baseline record`)",
+        paths=list(traces), captures=list(options.captures),
         max_trace_bytes=options.max_trace_bytes or _max_trace_bytes_default(),
         baseline=_read_baseline(options.baseline) if options.baseline else None,
         baseline_label=str(options.baseline or ""), strict_env=options.strict_env, thresholds=config.thresholds,
         fail_on=options.fail_on, allow_incomplete=options.allow_incomplete, exit_zero=options.exit_zero,
         jobs=resolve_jobs(options.jobs), backend=options.backend, scheduler=options.scheduler,
-        keep_tables=options.fmt == "html",   # its timelines draw from every trace's events
+        keep_tables=chosen.needs_tables,   # html's timelines draw from every trace's events
         notes=list(notes), suppress=lambda reports, chosen: _suppressed(reports, chosen, options, config))
     result = run_check(request)
     _emit(_rendered(result, options), options.output)
@@ -704,7 +677,7 @@ def run(target, device, out_dir, warmup, nproc, repeat, **params):
 
     def body() -> int:
         require_capture("kernlint run")
-        from kernlint.capture.runner import capture
+        from kernlint.capture.runner import profile_workload
         from kernlint.workloads import known_workloads, resolve_device, resolve_target
 
         dev = resolve_device(device)
@@ -721,21 +694,12 @@ def run(target, device, out_dir, warmup, nproc, repeat, **params):
         with _progress() as progress:
             progress.add_task(f"profiling {workload.name} on {dev}", total=None)
             try:
-                step = workload.build(dev)
-                result = capture(step, out_dir, workload.name, device=dev, warmup=warmup, steps=repeat,
-                                 extra={"workload": workload.name, "target": target})
-            except KernlintError:
+                result = profile_workload(workload.build, dev, out_dir, workload.name, label=target, warmup=warmup,
+                                          steps=repeat, extra={"workload": workload.name, "target": target})
+            except WorkloadError as exc:
+                if debug and exc.__cause__ is not None:   # --debug: the workload's own traceback
+                    raise exc.__cause__ from None
                 raise
-            except SystemExit as exc:  # sys.exit() in the workload: no trace, so never a verdict
-                raise ConfigError(None, f"{target}: the workload called sys.exit({exc.code!r}) before its "
-                                        "trace was written; nothing was checked") from None
-            except KeyboardInterrupt:
-                raise ConfigError(None, f"{target}: interrupted (KeyboardInterrupt) while the workload ran; "
-                                        "nothing was checked") from None
-            except Exception as exc:  # the user's code failed: name it in one line, not a traceback
-                if debug:
-                    raise
-                raise ConfigError(None, f"{target}: the workload raised {type(exc).__name__}: {exc}") from None
         note = f"Trace: {result.trace} (captured in {result.wall_seconds:.1f} s); run metadata: {result.metadata}"
         # Where the trace went is what `run` made: said unless -q; the profiler's own log only with -v.
         notes = [note] + ([f"profiler: {line}" for line in result.profiler_log]
@@ -788,8 +752,8 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
 
         rules = load_rules()
         if replay:
+            from kernlint.cases import audit_recorded_cases
             from kernlint.checkout import CHECKOUT_FIXTURES
-            from kernlint.rules.cases import audit_recorded_cases
 
             folder = fixtures or CHECKOUT_FIXTURES
             if not (folder / "cases").is_dir():
@@ -883,25 +847,12 @@ def baseline_record(traces, workload_names, repeat, device, out_dir, output, max
             environment = environment_of(collect_run_metadata(dev))
             source = ["--workload", *workload_names, "--repeat", str(repeat), "--device", device]
         else:
-            from kernlint.trace.load import discover_traces
+            from kernlint.parallel import resolve_jobs
+            from kernlint.pipeline import record_programs
 
-            found = discover_traces(traces)
-            unreadable = [e for e in found.skipped if e.unreadable]
-            if unreadable:   # a baseline missing a rank is a wrong baseline: refuse, never half-record
-                raise ConfigError(unreadable[0].path, f"could not be read ({unreadable[0].reason}): no baseline "
-                                                      "written")
-            from kernlint.baseline.profile import profiles_from_runs
-            from kernlint.parallel import check_paths, resolve_jobs
-            from kernlint.trace.pairing import pair_captures
-
-            limit = max_trace_bytes or _max_trace_bytes_default()
-            # Capture traces go into their replay traces, as `check` pairs them: the same programs either way.
-            pairing = pair_captures(found.files, limit, captures)
-            # Each trace's part of its program's profile, made where it is loaded (--jobs workers).
-            checked = check_paths(pairing.checked, [], max_bytes=limit, jobs=resolve_jobs(jobs), backend=backend,
-                                  scheduler=scheduler, baseline=True, captures=pairing.captures)
-            programs = profiles_from_runs([c.summary.baseline_runs for c in checked])
-            environment = checked[0].summary.environment if checked else {}
+            programs, environment = record_programs(
+                traces, max_trace_bytes=max_trace_bytes or _max_trace_bytes_default(), captures=captures,
+                jobs=resolve_jobs(jobs), backend=backend, scheduler=scheduler)
             source = [str(t) for t in traces]
         empty = [name for name, p in programs.items() if not p.runs]
         if empty:

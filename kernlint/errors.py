@@ -39,5 +39,10 @@ class MissingExtraError(KernlintError):
     not installed. Its line names the extra to install."""
 
 
+class WorkloadError(KernlintError):
+    """A workload (built-in, regressed or the user's) that failed while it was built or profiled, or a rank
+    process that failed or hung: no trace, so no verdict. The original exception is its __cause__."""
+
+
 class BaselineError(KernlintError):
     """A baseline file that cannot be read, is not a kernlint baseline, or has another schema version."""

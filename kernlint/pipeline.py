@@ -3,10 +3,16 @@
     discover -> pair captures -> map (load + check each trace: here, or on --jobs workers) -> compare with a
     baseline -> reduce (run groups, cross-rank and baseline rules) -> suppress -> exit status
 
-`kernlint check`, `kernlint report` and `kernlint.check()` (and, through it, the pytest plugin) call
-`run_check`; what differs between them is only how they are asked (options, arguments) and what they do with
-the result (render it, return it). It never prints and never exits: errors are the typed ones of
-kernlint.errors.
+`kernlint check`, `kernlint report`, `kernlint.check()` (and, through it, the pytest plugin), the audit
+(kernlint.audit: each workload's traces, then the workloads against a baseline) and the rule cases
+(kernlint.cases) call `run_check`; what differs between them is only how they are asked (options, arguments)
+and what they do with the result (render it, return it, compare it with an expectation). It never prints and
+never exits: errors are the typed ones of kernlint.errors.
+
+What "baseline" is, on the way down: the callers read a file into a kernlint.baseline.Baseline; here it is
+compared with the checked traces into a BaselineComparison; the engine takes only that comparison.
+
+Layer: above rules, baseline and parallel; below the audit, the rule cases, the renderers and the CLI.
 """
 from __future__ import annotations
 
@@ -15,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernlint.report.model import CheckResult
-from kernlint.rules.result import EXIT_CLEAN, exit_status
+from kernlint.errors import ConfigError
+from kernlint.rules.result import EXIT_CLEAN, CheckResult, exit_status
 
 
 @dataclass
@@ -33,7 +39,11 @@ class CheckRequest:
     max_trace_bytes: int | None = None
     baseline: Any = None             # a kernlint.baseline.Baseline, or None
     baseline_label: str = ""
+    # Without a baseline the rules that compare with one are left out (not listed as not applicable);
+    # selecting only them is an error ending in this hint, or, with None (recording a baseline), no rule.
+    baseline_hint: str | None = "pass a baseline"
     programs: dict | None = None
+    environments: list | None = None   # the programs' environments (an audit's run metadata)
     strict_env: bool = False
     thresholds: Any = None
     fail_on: str = "warning"
@@ -50,13 +60,46 @@ class CheckRequest:
     result_fields: dict = field(default_factory=dict)
 
 
+def rules_to_run(rules: Sequence, baseline: Any, hint: str | None) -> list:
+    """`rules` less those that compare with a baseline when there is none; only those: ConfigError(hint)."""
+    if baseline is not None:
+        return list(rules)
+    kept = [r for r in rules if not r.needs_baseline]
+    if rules and not kept and hint is not None:
+        raise ConfigError(None, "the selected rules (" + ", ".join(r.id for r in rules) + ") compare with a "
+                                f"baseline: {hint}")
+    return kept
+
+
+def compare_checked(baseline: Any, checked: Sequence, *, baseline_path: str = "", limits: Any = None,
+                    strict_env: bool = False):
+    """A kernlint.baseline.Baseline against checked traces that carry their baseline parts
+    (summarize_trace(..., baseline_part=True)): a kernlint.baseline.BaselineComparison."""
+    from kernlint.baseline import compare_with_baseline
+    from kernlint.baseline.profile import profiles_from_runs
+
+    missing = [c.summary.path for c in checked if c.summary.baseline_runs is None]
+    if missing:
+        raise ValueError(f"{missing[0]} was summarized without its baseline part (baseline_part=True)")
+    return compare_with_baseline(baseline, [], programs=profiles_from_runs([c.summary.baseline_runs for c in checked]),
+                                 environments=[c.summary.environment for c in checked], baseline_path=baseline_path,
+                                 limits=limits, strict_env=strict_env)
+
+
+def check_tables(tables: Sequence, rules: Sequence, *, baseline: Any = None, strict_env: bool = False,
+                 thresholds: Any = None) -> list:
+    """The reports of loaded traces (a test, a script): run_check on `tables`, its reports."""
+    return run_check(CheckRequest(rules=list(rules), tables=list(tables), baseline=baseline, strict_env=strict_env,
+                                  thresholds=thresholds, baseline_hint=None)).reports
+
+
 def run_check(request: CheckRequest) -> CheckResult:
     from kernlint.parallel import check_paths
-    from kernlint.rules.engine import combine_checked, compare_checked, summarize_trace
+    from kernlint.rules.engine import combine_checked, summarize_trace
     from kernlint.trace.load import DEFAULT_MAX_TRACE_BYTES, discover_traces, load_trace
     from kernlint.trace.pairing import pair_captures
 
-    rules = list(request.rules)
+    rules = rules_to_run(request.rules, request.baseline, request.baseline_hint)
     limit = request.max_trace_bytes or DEFAULT_MAX_TRACE_BYTES
     found = discover_traces(list(request.paths)) if request.paths else None
     files = found.files if found else []
@@ -67,12 +110,12 @@ def run_check(request: CheckRequest) -> CheckResult:
     if request.keep_tables:   # the renderer draws from the events: load them here (also when workers check)
         tables = [load_trace(p, max_bytes=limit, captures=pairing.captures.get(str(p), ())) for p in pairing.checked]
     if request.keep_tables and not parallel:
-        checked = [summarize_trace(t, rules, baseline=compare) for t in tables]
+        checked = [summarize_trace(t, rules, baseline_part=compare) for t in tables]
     else:   # each trace loaded, checked and let go (in this process, or on the workers)
         checked = check_paths(pairing.checked, rules, max_bytes=limit, jobs=request.jobs, backend=request.backend,
-                              scheduler=request.scheduler, baseline=compare, captures=pairing.captures)
+                              scheduler=request.scheduler, baseline_parts=compare, captures=pairing.captures)
     given = list(request.tables)
-    checked += [summarize_trace(t, rules, baseline=compare) for t in given]
+    checked += [summarize_trace(t, rules, baseline_part=compare) for t in given]
     tables += given
     comparison = None
     if compare:
@@ -80,11 +123,13 @@ def run_check(request: CheckRequest) -> CheckResult:
             from kernlint.baseline import compare_with_baseline
 
             comparison = compare_with_baseline(request.baseline, tables, programs=request.programs,
+                                               environments=request.environments,
+                                               baseline_path=request.baseline_label,
                                                strict_env=request.strict_env, limits=request.thresholds)
         else:
             comparison = compare_checked(request.baseline, checked, baseline_path=request.baseline_label,
                                          limits=request.thresholds, strict_env=request.strict_env)
-    reports = combine_checked(checked, rules, baseline=comparison)
+    reports = combine_checked(checked, rules, comparison=comparison)
     suppressed: list = []
     if request.suppress is not None:
         reports, suppressed = request.suppress(reports, rules)
@@ -99,3 +144,25 @@ def run_check(request: CheckRequest) -> CheckResult:
         skipped=[(str(e.path), e.reason) for e in skipped], ignored_files=found.ignored_count if found else 0,
         unreadable=unreadable, tables=tables if request.keep_tables else [], suppressed=suppressed,
         **request.result_fields)
+
+
+def record_programs(paths: Sequence[Path], *, max_trace_bytes: int | None = None, captures: Sequence[Path] = (),
+                    jobs: int = 1, backend: str | None = None, scheduler: str | None = None) -> tuple[dict, dict]:
+    """What `baseline record` keeps of traces: (program name -> ProgramProfile, the environment), made by the
+    same discovery, capture pairing and map as a check (each trace's part made where it is loaded). An entry
+    that cannot be read is an error: a baseline missing a rank is a wrong baseline."""
+    from kernlint.baseline.profile import profiles_from_runs
+    from kernlint.parallel import check_paths
+    from kernlint.trace.load import DEFAULT_MAX_TRACE_BYTES, discover_traces
+    from kernlint.trace.pairing import pair_captures
+
+    found = discover_traces(list(paths))
+    unreadable = [e for e in found.skipped if e.unreadable]
+    if unreadable:
+        raise ConfigError(unreadable[0].path, f"could not be read ({unreadable[0].reason}): no baseline written")
+    limit = max_trace_bytes or DEFAULT_MAX_TRACE_BYTES
+    pairing = pair_captures(found.files, limit, list(captures))
+    checked = check_paths(pairing.checked, [], max_bytes=limit, jobs=jobs, backend=backend, scheduler=scheduler,
+                          baseline_parts=True, captures=pairing.captures)
+    programs = profiles_from_runs([c.summary.baseline_runs for c in checked])
+    return programs, (checked[0].summary.environment if checked else {})

@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 
 from kernlint.capture.runner import capture
+from kernlint.device import Device
 from kernlint.workloads import known_workloads, resolve_target
 
 
@@ -37,9 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kl-init", dest="init", default=None)
     args = parser.parse_args(argv)
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if args.device == "cuda":
+    device = Device.parse(args.device)
+    if device.is_gpu:
         torch.cuda.set_device(local_rank)
-    backend = "nccl" if args.device == "cuda" else "gloo"
+    backend = device.collective_backend
     if args.init:
         dist.init_process_group(backend, init_method=args.init, rank=int(os.environ["RANK"]),
                                 world_size=int(os.environ["WORLD_SIZE"]))

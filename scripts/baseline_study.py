@@ -19,7 +19,7 @@ import numpy as np
 
 from kernlint.baseline import build_baseline, profile_traces
 from kernlint.baseline.stats import robust_cv
-from kernlint.rules.engine import check_traces
+from kernlint.pipeline import check_tables
 from kernlint.rules.loader import load_rules
 from kernlint.trace.load import load_trace
 
@@ -41,7 +41,7 @@ def _slowed(table, factor: float, kernel: str | None = None):
 
 
 def _flagged(baseline, rules, table) -> tuple[set[str], int]:
-    report = check_traces([table], rules, baseline=baseline)[-1]
+    report = check_tables([table], rules, baseline=baseline)[-1]
     outcome = next(o for o in report.outcomes if o.rule == TIMING)
     sequence = sum(len(o.findings) for o in report.outcomes if o.rule in ("KL801", "KL802"))
     return {f.event for f in outcome.findings}, sequence

@@ -11,9 +11,10 @@ set-up) and then recorded once.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
+
+from kernlint.checkout import import_path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS_DIR = REPO_ROOT / "fixtures" / "programs"
@@ -27,9 +28,7 @@ def program_names(folder: Path = PROGRAMS_DIR) -> list[str]:
 
 def load_program(name: str, folder: Path = PROGRAMS_DIR):
     path = folder / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"kernlint_fixture_program_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_path(path, f"kernlint_fixture_program_{name}")
     return module
 
 

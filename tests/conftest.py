@@ -14,10 +14,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_gpu)
 
 
-import importlib.util
 from pathlib import Path
 
 from kernlint.capture.profiler import record_trace
+from kernlint.checkout import import_path
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
@@ -27,10 +27,7 @@ PROGRAMS = FIXTURES / "programs"
 def load_program(name: str):
     """Import fixtures/programs/NAME.py by path; `zoo/NAME` is fixtures/zoo/NAME.py (the regression zoo)."""
     path = FIXTURES / f"{name}.py" if name.startswith("zoo/") else PROGRAMS / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"kernlint_fixture_program_{name.replace('/', '_')}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_path(path, f"kernlint_fixture_program_{name.replace('/', '_')}")
 
 
 @pytest.fixture(scope="session")
@@ -61,19 +58,28 @@ def record(tmp_path):
 
 
 @pytest.fixture
-def incomplete_kl001(monkeypatch):
-    """The engine, with KL001 made incomplete on every trace (as the engine does for damaged events)."""
-    import kernlint.rules.engine as engine
+def incomplete_kl001(tmp_path):
+    """A real trace whose KL001 verdict is incomplete because of damage the loader detects.
 
-    real = engine.combine_checked   # the reduce every check path (check_traces, the CLI's --jobs) ends in
+    It is the recorded H200 trace of placeholder_new_ones (fixtures/traces/gpu: an `aten::new_ones` fill
+    kernel launched before scale_1x128_kernel inside Fp8BlockLinearNewOnes, one KL001 finding) with the fill
+    kernel's launch record (its cudaLaunchKernel) dropped, as when the profiler loses events. The fill
+    kernel's correlation id then points to no runtime call, so kernlint cannot place it in the module: KL001
+    would pass, and must instead say it could not fully check (1 device event with no launch inside the
+    window). KL501 and KL701, which also read device events, are incomplete for the same reason; every
+    other rule keeps its verdict (KL101 and KL401 pass, the rest are not applicable). Returns the path.
+    """
+    import gzip
+    import json
 
-    def combine_checked(checked, rules, **options):
-        reports = real(checked, rules, **options)
-        for report in reports:
-            report.damage = ["3 kernel events without a launch (damaged)"]
-            for o in report.outcomes:
-                if o.rule == "KL001":
-                    o.status, o.reason = "incomplete", "could not fully check: 3 kernel events without a launch"
-        return reports
-
-    monkeypatch.setattr(engine, "combine_checked", combine_checked)
+    data = json.loads(gzip.decompress((FIXTURES / "traces" / "gpu" / "placeholder_new_ones.pt.trace.json.gz")
+                                      .read_bytes()))
+    events = data["traceEvents"]
+    (fill,) = [e for e in events if e.get("cat") == "kernel" and "FillFunctor" in e["name"]]
+    launches = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                and (e.get("args") or {}).get("correlation") == fill["args"]["correlation"]]
+    assert [e["name"] for e in launches] == ["cudaLaunchKernel"]   # the one call that launched the fill
+    events.remove(launches[0])
+    path = tmp_path / "lost_fill_launch.pt.trace.json"
+    path.write_text(json.dumps(data))
+    return path

@@ -1,6 +1,7 @@
 """The command line: exit codes, formats, one-line errors, explain."""
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -22,6 +23,13 @@ def traces(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     return {name: record_trace(load_program(name).build("cpu"), root / f"{name}.pt.trace.json.gz", device="cpu")
             for name in ("placeholder_new_ones", "placeholder_new_empty")}
+
+
+def python_frames(trace) -> list[str]:
+    """The names of the Python-stack events (`python_function`) the profiler wrote into a trace, read raw."""
+    opener = gzip.open if str(trace).endswith(".gz") else open
+    with opener(trace, "rt") as fh:
+        return [e["name"] for e in json.load(fh)["traceEvents"] if e.get("cat") == "python_function"]
 
 
 def run(*args):
@@ -52,7 +60,14 @@ def test_json_schema(traces, tmp_path):
     for key in ("rule", "severity", "scope", "event", "anchor", "source"):
         assert key in finding
     assert finding["rule"] == "KL001" and finding["anchor"] == "scale_1x128"
-    assert finding["source"] is None or ":" in finding["source"]
+    # the trace was recorded with Python stacks, so the fill's source is known: the program's method that
+    # called new_ones, as the profiler names a Python frame (its file and the function's first line)
+    assert python_frames(traces["placeholder_new_ones"]), "the capture recorded no Python stack"
+    from conftest import load_program
+
+    placeholder = load_program("placeholder_new_ones").Fp8BlockLinearNewOnes._placeholder_scale.__code__
+    assert finding["source"].endswith(f"regressed/fp8_linear_new_ones.py:{placeholder.co_firstlineno}")
+    assert finding["function"] == placeholder.co_name == "_placeholder_scale"
     # no dummy init, a single rank: not applicable; the rule that found the fill is not among them
     not_applicable = set(data["rules_not_applicable"])
     assert {"KL002", "KL003", "KL004"} <= not_applicable and "KL001" not in not_applicable
@@ -134,6 +149,11 @@ def test_a_folder_check_lists_what_it_skipped_and_the_run_groups(tmp_path):
     assert sorted(t["path"].rsplit("/", 1)[-1] for t in data["traces"] if not t["ranks"]) == [
         "trace_filter__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"]
     assert [s["path"].rsplit("/", 1)[-1] for s in data["skipped"]] == ["rank0.run.json"]
+    # these HTA traces were recorded without with_stack (no python_function event): no finding can name a
+    # source line, and none pretends to
+    assert all(not python_frames(folder / name) for name in ("trace_filter__sampled_rank-0.json.gz",
+                                                             "trace_filter__sampled_rank-1.json.gz"))
+    assert data["findings"] and all(f["source"] is None for f in data["findings"])
     (group,) = [t for t in data["traces"] if t["ranks"]]
     assert group["ranks"] == [0, 1]
     assert any("126 of 128 ranks missing" in n for n in group["notes"])

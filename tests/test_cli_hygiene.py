@@ -122,30 +122,40 @@ def test_files_read_that_are_not_traces_do_not_make_a_check_incomplete(tmp_path)
 
 
 
-def test_an_incomplete_verdict_exits_4_and_is_never_a_clean_summary(tmp_path, incomplete_kl001):
-    trace = _clean_trace(tmp_path / "t.json")
+LOST_LAUNCH = "1 device event with no launch inside the window"   # the damage in the incomplete_kl001 trace
+
+
+def test_an_incomplete_verdict_exits_4_and_is_never_a_clean_summary(incomplete_kl001):
+    """The fill kernel's launch record is gone: KL001 cannot place the fill, so it says it could not fully
+    check (not passed), as do the other two rules that read device events (KL501, KL701)."""
+    trace = incomplete_kl001
     result = invoke("check", trace)
     assert result.exit_code == 4
     assert not _says_clean(result.output)
-    assert "0 findings, but 1 rule verdict(s) incomplete: KL001" in result.output
-    assert "KL001 incomplete: could not fully check" in result.output
-    assert "damage: 3 kernel events without a launch" in result.output
+    assert (f"0 findings, but 3 rule verdict(s) incomplete: KL001 ({trace}), KL501 ({trace}), KL701 ({trace})"
+            in result.output)
+    assert f"KL001 incomplete: could not fully check: {LOST_LAUNCH}" in result.output
+    assert f"damage: {LOST_LAUNCH}" in result.output
     assert invoke("check", "--allow-incomplete", trace).exit_code == 0
     data = json.loads(invoke("check", "--format", "json", trace).output)
-    assert data["exit_code"] == 4 and data["rules_incomplete"] == ["KL001"]
-    assert data["summary"]["incomplete"] == 1
+    assert data["exit_code"] == 4 and data["rules_incomplete"] == ["KL001", "KL501", "KL701"]
+    assert data["summary"]["incomplete"] == 3 and data["findings"] == []
+    # the rules that read no device event keep their verdicts: the damage does not touch them
+    assert data["rules_passed"] == ["KL101", "KL401"]
     (report,) = data["traces"]
-    assert report["damage"] == ["3 kernel events without a launch (damaged)"]
-    assert {r["rule"]: r["status"] for r in report["rules"]}["KL001"] == "incomplete"
+    assert report["damage"] == [LOST_LAUNCH]
+    kl001 = {r["rule"]: r for r in report["rules"]}["KL001"]
+    assert kl001["status"] == "incomplete" and kl001["note"] == "would be passed"
 
 
 def test_findings_outrank_an_incomplete_verdict(tmp_path, incomplete_kl001):
     trace = tmp_path / "hostile.json"
     trace.write_text(json.dumps({"traceEvents": _hostile_events(["bad_fill_kernel"])}))
-    result = invoke("check", "--select", "KL001,KL002", trace)
-    # KL001 is marked incomplete but keeps its findings: exit 1 wins over 4
+    result = invoke("check", "--select", "KL001,KL002", trace, incomplete_kl001)
+    # KL001 finds the fill in one trace and cannot fully check the damaged one: exit 1 wins over 4
     assert result.exit_code == 1
-    assert "Found 1 finding(s)" in result.output and "1 rule verdict(s) incomplete" in result.output
+    assert "Found 1 finding(s) in 2 trace(s)" in result.output
+    assert f"1 rule verdict(s) incomplete: KL001 ({incomplete_kl001})" in result.output
 
 
 # -- 2. terminal safety ---------------------------------------------------------------------------------
@@ -288,9 +298,8 @@ def _finding(**changes):
 
 
 def _result(findings, trace="t.json"):
-    from kernlint.report.model import CheckResult
     from kernlint.rules.loader import load_rules
-    from kernlint.rules.result import RuleOutcome, TraceReport
+    from kernlint.rules.result import CheckResult, RuleOutcome, TraceReport
 
     outcome = RuleOutcome("KL001", "fill-before-block-quant", "error", "failed", level="kernel", instances=1,
                           findings=list(findings))

@@ -7,12 +7,12 @@ GPU traces: fixtures/traces/gpu-decode (recorded on the H200). CPU traces: recor
 """
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
+from kernlint.checkout import import_path
 from kernlint.rules.engine import check_trace
 from kernlint.rules.families import family_of
 from kernlint.rules.loader import load_rules
@@ -21,9 +21,7 @@ from kernlint.trace.load import load_trace
 ROOT = Path(__file__).resolve().parent.parent
 GPU_DIR = ROOT / "fixtures" / "traces" / "gpu-decode"
 RULES = [r for r in load_rules() if not r.needs_baseline]
-_spec = importlib.util.spec_from_file_location("decode_traces", ROOT / "scripts" / "decode_traces.py")
-decode_traces = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(decode_traces)
+decode_traces = import_path(ROOT / "scripts" / "decode_traces.py", "decode_traces")
 
 # The families each variant shows on a GPU trace. A pageable upload is also a host sync (the copy waits), so
 # it is R4 and R5. Exceptions by style below.

@@ -1,6 +1,9 @@
 """The dtype tables agree with the installed torch, read back through a real profiler trace."""
 from __future__ import annotations
 
+import gzip
+import json
+
 import pytest
 import torch
 
@@ -28,11 +31,20 @@ def test_codes_match_what_the_profiler_records(record):
 
 @pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.bfloat16, torch.float16, torch.float32])
 def test_input_type_names_match_the_profiler(record, dtype):
+    expected = str(dtype).removeprefix("torch.")
     x = torch.zeros(4, dtype=torch.float32).to(dtype)
-    f = load_trace(record(lambda: x.clone())).frame
-    clone = f[f["name"] == "aten::clone"].iloc[0]
-    assert clone.name >= 0
-    # the clone's allocation takes its dtype from the op's input type
-    alloc = f[(f["kind"] == "alloc") & (f["top_op"] == clone.name)].iloc[0]
-    assert alloc["dtype"] == str(dtype).removeprefix("torch.")
-    assert str(dtype).removeprefix("torch.") in INPUT_TYPE_NAMES.values()
+    path = record(lambda: x.clone())
+    # what the profiler itself wrote: the clone's `Input type`, read from the raw trace, not through kernlint
+    with gzip.open(path, "rt") as fh:
+        events = json.load(fh)["traceEvents"]
+    clones = [e for e in events if e.get("name") == "aten::clone" and e.get("ph") == "X"]
+    assert len(clones) == 1
+    recorded = clones[0]["args"]["Input type"][0]
+    assert INPUT_TYPE_NAMES[recorded] == expected
+    # the loader's allocation under that clone carries the same dtype
+    f = load_trace(path).frame
+    clone_rows = f[f["name"] == "aten::clone"]
+    assert len(clone_rows) == 1
+    allocs = f[(f["kind"] == "alloc") & (f["top_op"] == clone_rows.index[0])]
+    assert len(allocs) >= 1
+    assert set(allocs["dtype"]) == {expected}

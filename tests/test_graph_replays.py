@@ -241,16 +241,16 @@ def test_a_baseline_of_the_fixed_replays_catches_the_fill_in_every_replay():
     """KL801 on graph replays: the fixed decoder's replay + capture is the baseline; the new_ones one adds a
     fill before the quant kernel in each linear's module, in each of the 3 replays, at the placeholder's line."""
     from kernlint.baseline import build_baseline, profile_traces
-    from kernlint.rules.engine import check_traces
+    from kernlint.pipeline import check_tables
 
     fixed = load_trace(_graph("new-empty-replay"), captures=[_graph("new-empty-capture")])
     regressed = load_trace(_graph("new-ones-replay"), captures=[_graph("new-ones-capture")])
     baseline = build_baseline(profile_traces([fixed]))
     rules = [r for r in load_rules() if r.id in ("KL801", "KL805")]
-    against_itself = check_traces([load_trace(_graph("new-empty-replay"), captures=[_graph("new-empty-capture")])],
+    against_itself = check_tables([load_trace(_graph("new-empty-replay"), captures=[_graph("new-empty-capture")])],
                                   rules, baseline=baseline)
     assert not [f for rep in against_itself for f in rep.findings]
-    reports = check_traces([regressed], rules, baseline=baseline)
+    reports = check_tables([regressed], rules, baseline=baseline)
     added = [f for rep in reports for f in rep.findings if f.rule == "KL801"]
     assert len(added) == 24 and all("FillFunctor" in f.event for f in added)
     assert {f.source for f in added} == {"regressed/fp8_linear_new_ones.py:17"}

@@ -14,10 +14,10 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kernlint.cli import main
-from kernlint.report.model import CheckResult
 from kernlint.report.views import MAX_INSTANCES, build_report_view
 from kernlint.rules.engine import check_traces
 from kernlint.rules.loader import load_rules
+from kernlint.rules.result import CheckResult
 from kernlint.trace.load import load_trace
 
 REPO = Path(__file__).resolve().parents[1]

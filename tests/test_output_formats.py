@@ -11,8 +11,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 from kernlint.cli import main
 from kernlint.report import format_names, renderer
-from kernlint.report.model import CheckResult
-from kernlint.rules.result import Finding, RuleOutcome, TraceReport
+from kernlint.rules.result import CheckResult, Finding, RuleOutcome, TraceReport
 
 REGRESSED = FIXTURES / "traces" / "gpu" / "placeholder_new_ones.pt.trace.json.gz"
 

@@ -17,7 +17,8 @@ from kernlint.cli import main
 from kernlint.errors import ConfigError, KernlintError, RuleFileError, TraceError
 from kernlint.parallel import BACKENDS, Backend, backend_names, check_paths, get_backend, register, resolve_jobs
 from kernlint.parallel.work import Failure, WorkerError, check_path, failure
-from kernlint.rules.engine import check_traces, combine_checked, compare_checked
+from kernlint.pipeline import check_tables, compare_checked
+from kernlint.rules.engine import combine_checked
 from kernlint.rules.loader import load_rules
 from kernlint.rules.summary import CheckedTrace
 from kernlint.trace.load import DEFAULT_MAX_TRACE_BYTES, discover_traces, load_trace
@@ -34,7 +35,7 @@ def _files(*folders: Path) -> list[Path]:
 
 
 def _serial(files, rules=RULES, **options):
-    return check_traces([load_trace(p) for p in files], rules, **options)
+    return check_tables([load_trace(p) for p in files], rules, **options)
 
 
 def _parallel(files, rules=RULES, **options):
@@ -88,7 +89,7 @@ def _reversed_backend():
 def reversed_backend():
     backend = register(_reversed_backend())
     yield backend.name
-    BACKENDS.pop(backend.name)
+    BACKENDS.remove(backend.name)
 
 
 def test_reports_keep_the_argument_order_whatever_order_workers_finish(reversed_backend, multi_rank_files,
@@ -164,10 +165,10 @@ def test_the_baseline_comparison_runs_from_the_workers_parts(tmp_path):
     rules = [r for r in RULES if r.needs_baseline] + [r for r in RULES if r.id == "KL001"]
     expected = _serial([run2], rules, baseline=baseline)
     checked = check_paths([run2], rules, max_bytes=DEFAULT_MAX_TRACE_BYTES, jobs=2, backend="processes",
-                          baseline=True)
-    got = combine_checked(checked, rules, baseline=compare_checked(baseline, checked))
+                          baseline_parts=True)
+    got = combine_checked(checked, rules, comparison=compare_checked(baseline, checked))
     assert got == expected and got[-1].subject == "baseline"
-    assert combine_checked(checked, rules, baseline=baseline) == expected
+    assert [r.subject for r in combine_checked(checked, rules)] == ["trace"]   # no comparison, no baseline report
 
 
 def test_jobs_auto_and_zero_mean_one_per_cpu():

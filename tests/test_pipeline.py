@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from conftest import FIXTURES
 from kernlint import check
+from kernlint.cases import evaluate_case, load_cases
 from kernlint.cli import main
-from kernlint.rules.cases import evaluate_case, load_cases
 from kernlint.rules.loader import load_rules
 
 RULES = load_rules()
@@ -68,11 +68,15 @@ def test_a_format_that_cannot_render_replays_is_refused_before_any_work():
 
 
 def test_declared_renderers_are_the_modules_own():
+    """Each format declares what it renders; its module defines exactly those renderers (none undeclared)."""
     import importlib
 
-    from kernlint.report import _RENDERERS, capabilities, format_names
+    from kernlint.report import _FUNCTION, FORMATS, format_names
 
     for name in format_names():
-        module = importlib.import_module(f"kernlint.report.{name}_format")
-        assert capabilities(name) == {a for a in _RENDERERS if callable(getattr(module, a, None))}, name
-        assert "render" in capabilities(name), name
+        declared = FORMATS.get(name)
+        module = importlib.import_module(declared.module)
+        defined = {what for what, function in _FUNCTION.items() if callable(getattr(module, function, None))}
+        assert set(declared.renders) == defined, name
+        assert "check" in declared.renders, name
+    assert [n for n in format_names() if FORMATS.get(n).needs_tables] == ["html"]

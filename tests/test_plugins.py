@@ -42,10 +42,30 @@ register(CheckKind(type="count-named-ops", spec=CountNamedOps, run=run,
 
 FORMAT = '''
 """one line per finding: RULE<TAB>message (a demo plugin format)"""
+from kernlint.report import Format
+
+FORMAT = Format("demo", "one line per finding (a demo plugin)", __name__, frozenset({"check"}))
 
 
-def render(result):
+def render(result, ctx):
     return "\\n".join(f"{f.rule}\\t{f.message}" for f in result.findings) + f"\\nDEMO {len(result.findings)}"
+'''
+
+BACKEND = '''
+"""A parallel backend that runs every task here, last first, and counts them in a file."""
+import os
+
+from kernlint.parallel import Backend
+
+
+def run(fn, shared, items, *, workers, address=None):
+    with open(os.environ["KL_DEMO_COUNT"], "a") as out:
+        for i in reversed(range(len(items))):
+            out.write("task\\n")
+            yield i, fn(items[i], *shared)
+
+
+BACKEND = Backend(name="backwards", summary="last first, in this process", run=run)
 '''
 
 RULE = '''
@@ -74,15 +94,17 @@ def _install(site, kind: str = KIND):
     (pkg / "__init__.py").write_text("")
     (pkg / "kinds.py").write_text(textwrap.dedent(kind))
     (pkg / "fmt.py").write_text(textwrap.dedent(FORMAT))
+    (pkg / "backend.py").write_text(textwrap.dedent(BACKEND))
     info = site / "kl_demo_plugin-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kl-demo-plugin\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[kernlint.check_kinds]\ncount-named-ops = kl_demo_plugin.kinds\n\n"
-                                           "[kernlint.formats]\ndemo = kl_demo_plugin.fmt\n")
+                                           "[kernlint.formats]\ndemo = kl_demo_plugin.fmt:FORMAT\n\n"
+                                           "[kernlint.parallel_backends]\nbackwards = kl_demo_plugin.backend:BACKEND\n")
 
 
-def _kernlint(site, *args):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+def _kernlint(site, *args, **env_extra):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]), **env_extra}
     return subprocess.run([sys.executable, "-m", "kernlint.cli", *args], capture_output=True, text=True, env=env,
                           cwd=site)
 
@@ -97,7 +119,19 @@ def test_a_plugin_kind_and_format_load_and_run(tmp_path):
     lines = done.stdout.strip().splitlines()
     assert lines[-1] == "DEMO 1" and lines[0] == "DEMO001\taten::copy_ past the budget", done.stdout
     listed = _kernlint(site, "check", "--help")
-    assert "demo" in listed.stdout
+    assert "demo (one line per finding (a demo plugin))" in " ".join(listed.stdout.split())
+
+
+def test_a_plugin_backend_runs_the_map(tmp_path):
+    site = tmp_path / "site"
+    _install(site)
+    count = tmp_path / "count"
+    plain = _kernlint(site, "check", str(TRACE), "--isolated", "--format", "json")
+    done = _kernlint(site, "check", str(TRACE), str(TRACE.parent / "hta__triton_example__triton_example.json.gz"),
+                     "--isolated", "--format", "json", "--backend", "backwards", KL_DEMO_COUNT=str(count))
+    assert done.returncode == plain.returncode, done.stderr
+    assert count.read_text() == "task\ntask\n"   # both traces went through the plugin's backend
+    assert '"trace": "' + str(TRACE) in done.stdout and str(TRACE) in plain.stdout
 
 
 def test_a_plugin_pattern_field_is_checked_at_load(tmp_path):
@@ -114,5 +148,5 @@ def test_a_plugin_that_fails_to_load_is_one_line(tmp_path):
     _install(site, kind="raise RuntimeError('broken plugin')\n")
     done = _kernlint(site, "check", str(TRACE), "--isolated")
     assert done.returncode == 2, (done.stdout, done.stderr)
-    assert done.stderr.strip() == ("kernlint: error: check-kind plugin 'count-named-ops' (kl_demo_plugin.kinds) "
+    assert done.stderr.strip() == ("kernlint: error: check kind plugin 'count-named-ops' (kl_demo_plugin.kinds) "
                                    "failed to load: RuntimeError: broken plugin"), done.stderr

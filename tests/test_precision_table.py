@@ -3,13 +3,10 @@ fixtures/precision/external-judgments.toml, each judgment's count is what kernli
 the one the judgments give."""
 from __future__ import annotations
 
-import importlib.util
-
 from conftest import REPO
+from kernlint.checkout import import_path
 
-_spec = importlib.util.spec_from_file_location("precision_table", REPO / "scripts" / "precision_table.py")
-precision_table = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(precision_table)
+precision_table = import_path(REPO / "scripts" / "precision_table.py", "precision_table")
 
 
 def test_every_finding_on_the_real_traces_is_judged_once_and_the_table_is_current():

@@ -3,13 +3,13 @@ chunked equals fixed, the fused Triton kernel is deterministic and in range, and
 treats meta / non-float tensors as vLLM does. CPU, and (marked gpu) CUDA."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
+from kernlint.checkout import import_path
 from kernlint.reference import (
     Fp8BlockLinear,
     initialize_dummy_weights,
@@ -28,9 +28,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def load_old_path():
     path = REPO_ROOT / "fixtures" / "regressed" / "dummy_init_old.py"
-    spec = importlib.util.spec_from_file_location("fixture_dummy_init_old", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_path(path, "fixture_dummy_init_old")
     return module
 
 

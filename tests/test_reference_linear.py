@@ -2,12 +2,12 @@
 forward launches (the placeholder must cost nothing; the regressed fixture must reproduce the fill)."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
 
+from kernlint.checkout import import_path
 from kernlint.reference import (
     Fp8BlockLinear,
     block_scaled_mm,
@@ -26,9 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def load_fixture_module(relative_path: str):
     path = REPO_ROOT / "fixtures" / relative_path
-    spec = importlib.util.spec_from_file_location("fixture_" + path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_path(path, "fixture_" + path.stem)
     return module
 
 

@@ -1,8 +1,11 @@
 """kernlint.reference.quant against a float64 reference, on CPU and (marked gpu) on CUDA.
 
-Inputs are fresh random draws; each group gets its own magnitude so scales span many octaves.
+Inputs are random draws; each group gets its own magnitude so scales span many octaves. Every test draws
+from torch's generators seeded by its own test id (see `seeded`), so a failure reproduces on a rerun.
 """
 from __future__ import annotations
+
+import zlib
 
 import pytest
 import torch
@@ -20,6 +23,17 @@ FP8_MAX = 448.0
 # e4m3 keeps 3 mantissa bits: round-to-nearest is within 2**-4 of |x|, plus half a subnormal step.
 E4M3_REL = 2.0 ** -4
 E4M3_SUBNORMAL_STEP = 2.0 ** -9
+
+
+@pytest.fixture(autouse=True)
+def seeded(request):
+    """Seed torch's CPU and CUDA generators from the test's id (stable across runs and processes, unlike
+    hash()), each parametrization its own draws; the global RNG state is restored afterwards."""
+    seed = zlib.crc32(request.node.nodeid.encode())
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield seed
 
 
 def random_groups(shape, device, dtype=torch.bfloat16):

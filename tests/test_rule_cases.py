@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import FIXTURES
-from kernlint.rules.cases import evaluate_case, load_cases
+from kernlint.cases import evaluate_case, load_cases
 from kernlint.rules.loader import load_rules
 
 CASES = load_cases(FIXTURES / "cases")

@@ -33,7 +33,7 @@ def test_every_zoo_case_a_rule_claims_is_a_failing_case_of_that_rule():
     """A rule's `zoo-N` tags are what `explain` says it covers: each must be backed by a case of the rule that
     reproduces zoo case N and that the rule fails."""
     from conftest import FIXTURES
-    from kernlint.rules.cases import load_cases
+    from kernlint.cases import load_cases
 
     failing: dict[str, set[int]] = {}
     for case in load_cases(FIXTURES / "cases"):

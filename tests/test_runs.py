@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import gzip
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -15,6 +14,7 @@ from conftest import FIXTURES, REPO, load_program
 from kernlint.capture import distributed as distributed_module
 from kernlint.capture import runner as runner_module
 from kernlint.capture.runner import capture, new_run_dir
+from kernlint.checkout import import_path
 from kernlint.trace.load import discover_traces, load_trace
 from kernlint.trace.runs import RunIdentity, group_runs, ranks_text, run_identity
 
@@ -128,9 +128,7 @@ def test_every_multi_rank_fixture_together():
 
 
 def _recorder():
-    spec = importlib.util.spec_from_file_location("record_cpu_runs", REPO / "scripts" / "record_cpu_runs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_path(REPO / "scripts" / "record_cpu_runs.py", "record_cpu_runs")
     return module
 
 

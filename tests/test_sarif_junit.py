@@ -20,9 +20,8 @@ from jsonschema.validators import validator_for
 from conftest import FIXTURES, REPO
 from kernlint.cli import main
 from kernlint.report import audit_renderer, format_names, renderer
-from kernlint.report.model import CheckResult
 from kernlint.rules.loader import load_rules
-from kernlint.rules.result import Finding, RuleOutcome, TraceReport
+from kernlint.rules.result import CheckResult, Finding, RuleOutcome, TraceReport
 
 SCHEMA_PATH = REPO / "tests" / "data" / "sarif-schema-2.1.0.json"
 SCHEMA_SHA256 = "ddddcccbf95c7c50c037b5b07eff4140556278ca574ff374db46786b5fce7949"   # tests/data/README.md

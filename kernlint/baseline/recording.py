@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kernlint import __version__
+from kernlint._version import __version__
 from kernlint.baseline.compare import BaselineComparison, compare
 from kernlint.baseline.environment import environment_of, environment_warnings, sidecar_metadata
 from kernlint.baseline.model import SCHEMA_VERSION, Baseline, ProgramProfile, Thresholds

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from kernlint.capture.runner import new_run_dir
-from kernlint.errors import ConfigError
+from kernlint.device import Device
+from kernlint.errors import ConfigError, WorkloadError
 
 # NVLink multicast stays off for every process: a program using it can take shared GPUs out of service.
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -40,7 +41,7 @@ class RankLaunch:
 
     def __init__(self, target: str, nproc: int, device: str, out_dir: Path, run_name: str, *, warmup: int = 1,
                  steps: int = 1, timeout_s: float = 900.0):
-        if device == "cuda" and _gpu_count() < nproc:
+        if Device.parse(device).is_gpu and _gpu_count() < nproc:
             raise ConfigError(None, f"--nproc {nproc} on cuda needs {nproc} GPUs; torch sees {_gpu_count()}")
         self.nproc, self.timeout_s = nproc, timeout_s
         self.run_dir = new_run_dir(out_dir, run_name)
@@ -73,7 +74,7 @@ class RankLaunch:
             failed = self._wait_all()
             if failed is not None:
                 rank, code = failed
-                raise ConfigError(None, f"{self.nproc} ranks: rank {rank} failed (exit {code}): "
+                raise WorkloadError(None, f"{self.nproc} ranks: rank {rank} failed (exit {code}): "
                                         f"{_first_error(self._output(rank))}")
         except BaseException:
             self.stop()
@@ -83,7 +84,7 @@ class RankLaunch:
             self._close()
         traces = sorted(self.run_dir.glob("*.pt.trace.json.gz"))
         if len(traces) != self.nproc:
-            raise ConfigError(self.run_dir, f"expected {self.nproc} new traces, found {len(traces)}")
+            raise WorkloadError(self.run_dir, f"expected {self.nproc} new traces, found {len(traces)}")
         return traces
 
     def _wait_all(self) -> tuple[int, int] | None:
@@ -103,7 +104,7 @@ class RankLaunch:
             if all(code == 0 for code in codes):
                 return None
             if time.monotonic() - self._start > self.timeout_s:
-                raise ConfigError(None, f"{self.nproc} ranks did not finish in {self.timeout_s:.0f} s")
+                raise WorkloadError(None, f"{self.nproc} ranks did not finish in {self.timeout_s:.0f} s")
             time.sleep(_POLL_S)
 
     def _failed_at(self, rank: int) -> float:

@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from kernlint.device import Device
+
 
 def _nvml_snapshot() -> dict[str, Any]:
     try:
@@ -105,7 +107,7 @@ def collect_run_metadata(device: str) -> dict[str, Any]:
         meta["triton"] = triton.__version__
     except ImportError:
         meta["triton"] = None
-    if device == "cuda" and torch.cuda.is_available():
+    if Device.parse(device).is_gpu and torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
         meta["gpu"] = {"name": props.name, "capability": f"{props.major}.{props.minor}",
                        "memory_bytes": props.total_memory, "multiprocessors": props.multi_processor_count}

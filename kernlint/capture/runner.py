@@ -18,7 +18,7 @@ from typing import Any
 
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.capture.profiler import record_trace
-from kernlint.errors import ConfigError
+from kernlint.errors import ConfigError, KernlintError, WorkloadError
 from kernlint.fileio import write_text_atomically
 
 _NEW_FOLDER_ATTEMPTS = 20
@@ -97,3 +97,26 @@ def capture(step: Callable[[], object], out_dir: str | os.PathLike, run_name: st
     write_text_atomically(meta_path, json.dumps(meta, indent=2, default=str))
     return Capture(trace=trace_path, metadata=meta_path, wall_seconds=wall, run_dir=folder,
                    profiler_log=tuple(log))
+
+
+def profile_workload(build: Callable[[str], Callable[[], object]], device: str, out_dir: str | os.PathLike,
+                     run_name: str, *, label: str, warmup: int = 1, steps: int = 1,
+                     extra: dict[str, Any] | None = None) -> Capture:
+    """Build a workload's step for `device` and capture it. Whatever the workload's own code does wrong
+    (raises, calls sys.exit, is interrupted) is a WorkloadError naming `label`: no trace, so nothing checked."""
+    step = None
+    try:
+        step = build(device)
+        return capture(step, out_dir, run_name, device=device, warmup=warmup, steps=steps, extra=extra)
+    except KernlintError:
+        raise
+    except SystemExit as exc:   # sys.exit() in the workload: never a silent exit 0
+        raise WorkloadError(None, f"{label}: the workload called sys.exit({exc.code!r}) before its trace was "
+                                  "written; nothing was checked") from exc
+    except KeyboardInterrupt as exc:
+        raise WorkloadError(None, f"{label}: interrupted (KeyboardInterrupt) while the workload ran; nothing was "
+                                  "checked") from exc
+    except Exception as exc:   # the workload's code failed: one line naming it
+        raise WorkloadError(None, f"{label}: the workload raised {type(exc).__name__}: {exc}") from exc
+    finally:
+        del step

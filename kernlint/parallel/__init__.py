@@ -23,6 +23,7 @@ from typing import Any
 
 from kernlint.errors import ConfigError
 from kernlint.parallel.work import Failure, WorkerError, check_path
+from kernlint.registry import Registry
 from kernlint.rules.summary import CheckedTrace
 
 __all__ = ["Backend", "BACKENDS", "WorkerError", "backend_names", "check_paths", "get_backend", "register",
@@ -41,15 +42,7 @@ class Backend:
     remote: bool = False      # can connect to an existing cluster (--scheduler ADDRESS)
 
 
-BACKENDS: dict[str, Backend] = {}
 _BUILTIN = ("serial", "processes", "dask_cluster")
-
-
-def register(backend: Backend) -> Backend:
-    if backend.name in BACKENDS and BACKENDS[backend.name] is not backend:
-        raise ValueError(f"parallel backend {backend.name} registered twice")
-    BACKENDS[backend.name] = backend
-    return backend
 
 
 def _load_builtin() -> None:
@@ -57,16 +50,22 @@ def _load_builtin() -> None:
         importlib.import_module(f"{__name__}.{module}")
 
 
+# The backends: the built-in modules, then those other packages name in the entry-point group
+# `kernlint.parallel_backends` (a Backend, or a module that registers its own).
+BACKENDS: Registry[Backend] = Registry("parallel backend", "kernlint.parallel_backends", builtins=_load_builtin,
+                                       summary=lambda b: b.summary)
+
+
+def register(backend: Backend) -> Backend:
+    return BACKENDS.register(backend.name, backend)
+
+
 def backend_names() -> list[str]:
-    _load_builtin()
-    return sorted(BACKENDS)
+    return BACKENDS.names()
 
 
 def get_backend(name: str) -> Backend:
-    _load_builtin()
-    if name not in BACKENDS:
-        raise ConfigError(None, f"no parallel backend {name!r} (known: {', '.join(sorted(BACKENDS))})")
-    return BACKENDS[name]
+    return BACKENDS.get(name)
 
 
 def cpu_count() -> int:
@@ -91,11 +90,12 @@ def resolve_jobs(jobs: int | str | None) -> int:
 
 def check_paths(paths: Sequence[str | Path], rules: Sequence, *, max_bytes: int, jobs: int = 1,
                 backend: str | None = None, scheduler: str | None = None,
-                baseline: bool = False, captures: dict[str, list[str]] | None = None) -> list[CheckedTrace]:
+                baseline_parts: bool = False, captures: dict[str, list[str]] | None = None) -> list[CheckedTrace]:
     """Check each trace file on a backend: its report and summary (kernlint.rules.summary.CheckedTrace), in
     the order of `paths`. `jobs`: worker processes of a local backend; `backend`: a registered name (default:
     serial for one job or one trace, else processes; dask when `scheduler` names an existing cluster);
-    `baseline`: also make each trace's baseline part; `captures`: a trace's capture traces, merged into it
+    `baseline_parts`: also make each trace's baseline part (its runs and environment); `captures`: a trace's
+    capture traces, merged into it
     (kernlint.trace.pairing). Raises the error of the first failing trace in the order
     of `paths` (the one a serial check would meet first), of the type it was raised with."""
     items = [str(p) for p in paths]
@@ -106,7 +106,7 @@ def check_paths(paths: Sequence[str | Path], rules: Sequence, *, max_bytes: int,
                                 f"not {name}")
     # A remote worker has a working directory of its own: relative paths are resolved against ours.
     base = os.getcwd() if scheduler else None
-    shared = (list(rules), max_bytes, baseline, base, dict(captures or {}))
+    shared = (list(rules), max_bytes, baseline_parts, base, dict(captures or {}))
     results: list[Any] = [None] * len(items)
     done = [False] * len(items)
     first_failed: int | None = None

@@ -52,7 +52,7 @@ def failure(path: str, exc: BaseException) -> Failure:
     return found
 
 
-def check_path(path: str, rules: list, max_bytes: int, baseline: bool, base: str | None = None,
+def check_path(path: str, rules: list, max_bytes: int, baseline_parts: bool, base: str | None = None,
                captures: dict[str, list[str]] | None = None) -> CheckedTrace | Failure:
     """Load one trace and check it (kernlint.rules.engine.summarize_trace). `base`: the folder a relative
     path is relative to, when this worker runs elsewhere (a remote cluster); the trace keeps `path` as its
@@ -72,7 +72,7 @@ def check_path(path: str, rules: list, max_bytes: int, baseline: bool, base: str
             raise
         if str(where) != path:
             table.meta = dataclasses.replace(table.meta, path=path)
-        return summarize_trace(table, rules, baseline=baseline)
+        return summarize_trace(table, rules, baseline_part=baseline_parts)
     except Exception as exc:
         return failure(path, exc)
     finally:

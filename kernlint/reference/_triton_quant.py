@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from kernlint.reference._launch import FastKernel, current_stream
+from kernlint.reference._shapes import _check_group_shape
 
 FP8_E4M3_MAX = 448.0
 GROUP_SIZE = 128
@@ -169,8 +170,6 @@ def scale_1x128_cuda(x: torch.Tensor, eps: float, ue8m0: bool, column_major: boo
 
 def _scale_1x128_slow(key, plan, x, eps, ue8m0, column_major, pad_rows_to, out_dtype):
     if plan is None:
-        from kernlint.reference.quant import _check_group_shape
-
         _check_group_shape(x)
         if pad_rows_to < 1:
             raise ValueError(f"scale_1x128: pad_rows_to must be >= 1, got {pad_rows_to}")

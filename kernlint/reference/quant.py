@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import torch
 
-GROUP_SIZE = 128
+from kernlint.reference._shapes import GROUP_SIZE, _check_group_shape
+
 WEIGHT_BLOCK = 128
 FP8_DTYPE = torch.float8_e4m3fn
 DEFAULT_EPS = 1e-10
@@ -31,19 +32,6 @@ def round_scale_to_ue8m0(scale: torch.Tensor) -> torch.Tensor:
     """Rounds positive float32 scales UP to the next power of two (exact: integer ops on the bits)."""
     bits = scale.to(torch.float32).contiguous().view(torch.int32)
     return ((bits + 0x7FFFFF) & 0x7F800000).view(torch.float32).view(scale.shape)
-
-
-def _check_group_shape(x: torch.Tensor) -> int:
-    if x.dim() < 1:
-        raise ValueError("scale_1x128 needs a tensor with a last (K) dimension, got a scalar")
-    k = x.shape[-1]
-    if k % GROUP_SIZE != 0:
-        raise ValueError(
-            f"scale_1x128: K (the last dimension) must be a multiple of {GROUP_SIZE}, got K={k} "
-            f"(shape {tuple(x.shape)}); pad K or use a block size that divides it")
-    if not x.is_floating_point() or x.element_size() < 2:
-        raise ValueError(f"scale_1x128: input must be float16/bfloat16/float32, got {x.dtype}")
-    return k
 
 
 def scale_1x128(

@@ -1,94 +1,109 @@
-"""Output formats: one module each (`<name>_format.py` in this package, or a module another package names
-in the entry-point group `kernlint.formats`), found by name. A format is one module with
-`render(result) -> str | renderable` and, if it renders audits, `render_audit` and `render_replay`, plus a
-one-line module docstring that `--help` shows. The CLI's `--format` choices come from here, without
-importing the modules (so `--help` stays fast). Renderers return data; only the CLI writes it anywhere."""
+"""Output formats: a kernlint.registry.Registry of `Format` declarations.
+
+A Format says what it is (name, a one-line summary for `--help`), which module holds its renderers (imported
+on first use, so `--help` and the refusal of a format stay fast), what it can render (`check`, `audit`,
+`replay`, `statistics`) and whether it draws from the checked traces' events (`needs_tables`: html's
+timelines). The renderers are that module's `render(result, ctx)`, `render_audit(run, ctx)`,
+`render_replay(result, ctx)`, `render_statistics(result, ctx)`, taking a RenderContext; they return data
+(text or a rich renderable) and only the CLI writes it anywhere.
+
+Everything is resolved before any work: the CLI asks `get_format(name).renderer("audit")` first, so a
+format that cannot render what was asked is refused at once. Another package adds a format with an entry
+point in the group `kernlint.formats` naming its Format (`mine = "my_pkg.my_format:FORMAT"`).
+"""
 from __future__ import annotations
 
-import ast
 import importlib
-import importlib.util
-import pkgutil
 from collections.abc import Callable
-from functools import cache
-from importlib.metadata import entry_points
-from pathlib import Path
+from dataclasses import dataclass
 
 from kernlint.errors import ConfigError
-
-_SUFFIX = "_format"
-
+from kernlint.registry import Registry
 
 ENTRY_POINT_GROUP = "kernlint.formats"
+RENDERS = ("check", "audit", "replay", "statistics")
+_FUNCTION = {"check": "render", "audit": "render_audit", "replay": "render_replay",
+             "statistics": "render_statistics"}
+_WHAT = {"check": "check results", "audit": "audits", "replay": "replays", "statistics": "--statistics"}
 
 
-@cache
-def _modules() -> dict[str, str]:
-    """format name -> module: the built-in ones, then those other packages name in the entry-point group
-    `kernlint.formats` (`[project.entry-points."kernlint.formats"] mine = "my_pkg.my_format"`). A plugin
-    cannot replace a built-in format."""
-    found = {m.name[: -len(_SUFFIX)]: f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)
-             if m.name.endswith(_SUFFIX)}
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(entry.name, entry.value)
-    return found
+@dataclass(frozen=True)
+class RenderContext:
+    """How the user asked for the output. `verbosity`: -1 with -q, 0 by default, 1 with -v."""
+
+    verbosity: int = 0
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    summary: str
+    module: str                                   # its renderers, imported on first use
+    renders: frozenset[str] = frozenset({"check"})
+    needs_tables: bool = False                    # draws from the events: the check keeps them (html)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.renders) - set(RENDERS)
+        if unknown:
+            raise ConfigError(None, f"output format {self.name!r} declares unknown renderers {sorted(unknown)} "
+                                    f"(known: {', '.join(RENDERS)})")
+
+    def renderer(self, what: str = "check") -> Callable[..., object]:
+        """The function rendering `what`; ConfigError naming the formats that can, if this one cannot."""
+        if what not in self.renders:
+            able = [f.name for f in FORMATS.values() if what in f.renders]
+            raise ConfigError(None, f"output format {self.name!r} does not render {_WHAT[what]}; use one of: "
+                                    + ", ".join(able))
+        try:
+            module = importlib.import_module(self.module)
+        except ImportError as exc:
+            raise ConfigError(None, f"output format {self.name!r} ({self.module}) failed to load: {exc}") from exc
+        function = getattr(module, _FUNCTION[what], None)
+        if not callable(function):
+            raise ConfigError(None, f"output format {self.name!r} declares {what} but {self.module} has no "
+                                    f"{_FUNCTION[what]}()")
+        return function
+
+
+def _builtin(name: str, summary: str, *renders: str, needs_tables: bool = False) -> None:
+    FORMATS.register(name, Format(name, summary, f"{__name__}.{name}_format", frozenset(renders), needs_tables))
+
+
+def _declare_builtins() -> None:
+    _builtin("text", "the terminal: findings grouped by problem, a summary line", "check", "audit", "replay",
+             "statistics")
+    _builtin("json", "a stable schema, schema_version 1, for scripts", "check", "audit", "replay", "statistics")
+    _builtin("github", "GitHub Actions annotations on the launching file:line", "check")
+    _builtin("markdown", "a CI job summary: verdict per rule, then the findings", "check")
+    _builtin("sarif", "SARIF 2.1.0 for code scanning and IDE viewers", "check")
+    _builtin("junit", "JUnit XML: a test case per rule verdict", "check", "audit", "replay")
+    _builtin("html", "one self-contained file with timelines, to attach to a PR", "check", "audit",
+             needs_tables=True)
+
+
+FORMATS: Registry[Format] = Registry("output format", ENTRY_POINT_GROUP, builtins=_declare_builtins,
+                                     summary=lambda f: f.summary)
 
 
 def format_names() -> list[str]:
-    """Every output format: text, json, github, markdown, ..., and the plugins'."""
-    return sorted(_modules(), key=lambda n: (n != "text", n))
+    """Every output format, text first, then the others (the plugins' included) by name."""
+    return sorted(FORMATS.names(), key=lambda n: (n != "text", n))
 
 
-def _module(name: str):
-    if name not in _modules():
-        raise ConfigError(None, f"no output format {name!r} (known: {', '.join(format_names())})")
-    try:
-        return importlib.import_module(_modules()[name])
-    except ImportError as exc:
-        raise ConfigError(None, f"output format {name!r} ({_modules()[name]}) failed to load: {exc}") from exc
+def get_format(name: str) -> Format:
+    return FORMATS.get(name)
 
 
-@cache
-def capabilities(name: str) -> frozenset[str]:
-    """The renderers a format module defines at its top level (render, render_audit, render_replay,
-    render_statistics), read from its source without importing it: a format that cannot render what was
-    asked is refused before any work, and before the renderers' imports (pandas, jinja2) are paid for."""
-    if name not in _modules():
-        raise ConfigError(None, f"no output format {name!r} (known: {', '.join(format_names())})")
-    try:
-        spec = importlib.util.find_spec(_modules()[name])
-    except (ImportError, ValueError):
-        spec = None
-    origin = spec.origin if spec is not None else None
-    source = Path(origin).read_text(encoding="utf-8") if origin and origin.endswith(".py") and Path(
-        origin).is_file() else None
-    if source is None:   # no source file (a zip or compiled-only install): ask the module itself
-        module = _module(name)
-        return frozenset(a for a in _RENDERERS if callable(getattr(module, a, None)))
-    tree = ast.parse(source)
-    return frozenset(node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name in _RENDERERS)
+def renderer(name: str) -> Callable[..., object]:
+    """The renderer of a check result (kernlint.rules.result.CheckResult) in this format."""
+    return get_format(name).renderer("check")
 
 
-_RENDERERS = ("render", "render_audit", "render_replay", "render_statistics")
-
-
-def _part(name: str, what: str, attribute: str) -> Callable[[object], object]:
-    if attribute not in capabilities(name):
-        raise ConfigError(None, f"output format {name!r} does not render {what}; use one of: "
-                          + ", ".join(n for n in format_names() if attribute in capabilities(n)))
-    return getattr(_module(name), attribute)
-
-
-def renderer(name: str) -> Callable[[object], object]:
-    """The renderer of a check result (kernlint.report.model.CheckResult) in this format."""
-    return _part(name, "check results", "render")
-
-
-def audit_renderer(name: str) -> Callable[[object], object]:
+def audit_renderer(name: str) -> Callable[..., object]:
     """The renderer of an audit run (kernlint.audit.AuditRun) in this format."""
-    return _part(name, "audits", "render_audit")
+    return get_format(name).renderer("audit")
 
 
-def replay_renderer(name: str) -> Callable[[object], object]:
-    """The renderer of a replay of recorded cases (kernlint.rules.cases.AuditResult) in this format."""
-    return _part(name, "replays", "render_replay")
+def replay_renderer(name: str) -> Callable[..., object]:
+    """The renderer of a replay of recorded cases (kernlint.cases.AuditResult) in this format."""
+    return get_format(name).renderer("replay")

@@ -1,8 +1,9 @@
 """GitHub Actions workflow commands: one `::error file=..,line=..::` annotation per finding."""
 from __future__ import annotations
 
-from kernlint.report.model import CheckResult, clean_finding, sorted_findings
+from kernlint.report import RenderContext
 from kernlint.report.safe import printable
+from kernlint.rules.result import CheckResult, clean_finding, sorted_findings
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -25,7 +26,7 @@ def _location(source: str | None) -> list[str]:
     return [f"file={_property(file)}", f"line={line}"] if line.isdigit() else [f"file={_property(source)}"]
 
 
-def render(result: CheckResult) -> str:
+def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
     lines = []
     for f in sorted_findings(result.findings):
         f = clean_finding(f)

@@ -15,10 +15,11 @@ from importlib import resources
 
 import jinja2
 
-from kernlint import __version__
-from kernlint.report.model import CheckResult
+from kernlint._version import __version__
+from kernlint.report import RenderContext
 from kernlint.report.safe import cost_text, format_bytes, format_duration_us, json_safe, printable
 from kernlint.report.views import Allocations, ReportView, Timeline, build_report_view
+from kernlint.rules.result import CheckResult
 
 PLOT_WIDTH = 1000        # px of the time axis
 LABEL_WIDTH = 170        # px of the lane labels
@@ -199,12 +200,12 @@ def render_view(view: ReportView) -> str:
         baseline=baseline, metadata=metadata, version=__version__, label_width=LABEL_WIDTH)
 
 
-def render(result: CheckResult) -> str:
+def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
     """`check --format html`: needs the tables the check read (CheckResult.tables)."""
     return render_view(build_report_view(result, result.tables or []))
 
 
-def render_audit(run) -> str:
+def render_audit(run, ctx: RenderContext | None = None) -> str:
     """`audit --html FILE`: each workload's traces and verdicts in one report."""
     from kernlint.report.views import audit_report_view
 

@@ -48,9 +48,10 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from kernlint import __version__
-from kernlint.report.model import CheckResult, clean_finding, sorted_findings
+from kernlint._version import __version__
+from kernlint.report import RenderContext
 from kernlint.report.safe import json_safe
+from kernlint.rules.result import CheckResult, clean_finding, sorted_findings
 
 SCHEMA_VERSION = 1
 
@@ -109,11 +110,11 @@ def to_dict(result: CheckResult) -> dict:
     })
 
 
-def render(result: CheckResult) -> str:
+def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
     return _dumps(to_dict(result))
 
 
-def render_audit(run) -> str:
+def render_audit(run, ctx: RenderContext | None = None) -> str:
     verdicts = []
     for v in run.verdicts:
         verdicts.append({
@@ -135,9 +136,23 @@ def render_audit(run) -> str:
     return _dumps(data)
 
 
-def render_replay(result) -> str:
+def render_replay(result, ctx: RenderContext | None = None) -> str:
     return _dumps({"all_as_expected": result.all_as_expected, "cases": [
         {"rule": r.case.rule, "case": r.case.spec.name, "expected": r.case.spec.expect,
          "verdict": r.outcome.status if r.outcome else None, "problems": r.problems,
          "findings": [f.message for f in sorted_findings(r.outcome.findings)] if r.outcome else []}
         for r in result.results]})
+
+
+def render_statistics(result: CheckResult, ctx: RenderContext | None = None) -> str:
+    """`--statistics --format json`: the per-rule counts (text's table) and what could not be checked."""
+    import dataclasses
+
+    from kernlint.report.text_format import rule_statistics
+
+    data = {"schema_version": 1, "exit_code": result.exit_code,
+            "statistics": [dataclasses.asdict(s) for s in rule_statistics(result)],
+            "findings": len(result.findings),
+            "rules_incomplete": sorted({o.rule for _, o in result.incomplete}),
+            "unreadable": len(result.unreadable)}
+    return json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"

@@ -13,9 +13,17 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import PurePath
 
-from kernlint.report.model import CheckResult, clean_finding, sorted_findings
+from kernlint.report import RenderContext
 from kernlint.report.safe import cost_text, printable
-from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_NOT_APPLICABLE, STATUS_PASSED
+from kernlint.rules.result import (
+    STATUS_FAILED,
+    STATUS_INCOMPLETE,
+    STATUS_NOT_APPLICABLE,
+    STATUS_PASSED,
+    CheckResult,
+    clean_finding,
+    sorted_findings,
+)
 
 _DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
 # What XML 1.0 cannot hold and `printable` leaves: lone surrogates and the two non-characters U+FFFE/U+FFFF.
@@ -143,7 +151,7 @@ def _document(root: ET.Element) -> str:
     return _DECLARATION + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def render(result: CheckResult) -> str:
+def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
     root = ET.Element("testsuites", {"name": "kernlint"})
     suites = []
     for report in result.reports:
@@ -163,7 +171,7 @@ def render(result: CheckResult) -> str:
     return _document(root)
 
 
-def render_audit(run) -> str:
+def render_audit(run, ctx: RenderContext | None = None) -> str:
     """One test case per workload: its problems (a verdict other than the expected one) are a failure."""
     root = ET.Element("testsuites", {"name": "kernlint audit"})
     cases = []
@@ -191,7 +199,7 @@ def render_audit(run) -> str:
     return _document(root)
 
 
-def render_replay(result) -> str:
+def render_replay(result, ctx: RenderContext | None = None) -> str:
     """One test case per recorded case: a verdict other than the expected one is a failure."""
     root = ET.Element("testsuites", {"name": "kernlint replay"})
     cases = []

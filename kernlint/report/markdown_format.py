@@ -1,8 +1,9 @@
 """Markdown for a CI job summary ($GITHUB_STEP_SUMMARY): the verdict per rule, then the findings."""
 from __future__ import annotations
 
-from kernlint.report.model import CheckResult, clean_finding, sorted_findings
+from kernlint.report import RenderContext
 from kernlint.report.safe import cost_text, printable
+from kernlint.rules.result import CheckResult, clean_finding, sorted_findings
 
 _ICON = {"failed": "failed", "passed": "passed", "incomplete": "incomplete", "not-applicable": "not applicable"}
 
@@ -15,7 +16,7 @@ def _cell(value: object) -> str:
     return text
 
 
-def render(result: CheckResult) -> str:
+def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
     findings = sorted_findings(result.findings)
     out = [f"## kernlint: {len(findings)} finding(s) in {result.traces_checked} trace(s)", ""]
     out += ["| rule | name | verdict |", "|---|---|---|"]

@@ -12,6 +12,8 @@ import math
 import re
 from typing import Any
 
+from kernlint.rules.result import is_missing  # noqa: F401  (the renderers' import)
+
 # C0 controls (newline and tab included), DEL, C1 controls; and the Unicode line and paragraph separators
 # and bidirectional overrides/isolates, which reorder or break what a terminal shows.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -34,15 +36,6 @@ def printable(value: object) -> str:
         return ""
     text = value if isinstance(value, str) else str(value)
     return _UNSAFE.sub(_escape, text)
-
-
-def is_missing(value: object) -> bool:
-    """None, a float NaN, or pandas' NA / NaT (told by type name, so pandas need not be imported)."""
-    if value is None:
-        return True
-    if isinstance(value, float):
-        return math.isnan(value)
-    return type(value).__name__ in ("NAType", "NaTType")
 
 
 def present(value: Any) -> Any:

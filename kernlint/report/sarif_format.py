@@ -14,9 +14,10 @@ import json
 import re
 from urllib.parse import quote
 
-from kernlint import __version__
-from kernlint.report.model import CheckResult, clean_finding, sorted_findings
+from kernlint._version import __version__
+from kernlint.report import RenderContext
 from kernlint.report.safe import cost_text, finite_number, json_safe, present, printable
+from kernlint.rules.result import CheckResult, clean_finding, sorted_findings
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -260,5 +261,5 @@ def _information_uri() -> str | None:
     return None
 
 
-def render(result: CheckResult) -> str:
+def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
     return json.dumps(to_dict(result), indent=2, allow_nan=False) + "\n"

@@ -13,9 +13,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from kernlint.report.model import CheckResult, clean_finding, sorted_findings
+from kernlint.report import RenderContext
 from kernlint.report.safe import cost_text, format_bytes, format_duration_us, is_missing, printable
-from kernlint.rules.result import STATUS_INCOMPLETE
+from kernlint.rules.result import STATUS_INCOMPLETE, CheckResult, clean_finding, sorted_findings
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _STATUS_STYLE = {"failed": "bold red", "passed": "green", "not-applicable": "dim", "incomplete": "bold magenta"}
@@ -233,10 +233,11 @@ def _trace_parts(report, verbosity: int) -> list:
     return parts
 
 
-def render(result: CheckResult, verbosity: int = NORMAL) -> Group:
+def render(result: CheckResult, ctx: RenderContext | None = None) -> Group:
     """The text report. `verbosity`: QUIET (-q) shows findings and what could not be checked, nothing for a
     clean check; NORMAL shows findings and a summary line, one line for a clean check; VERBOSE (-v) adds
     every trace's per-rule verdict table, reasons, notes and the files skipped."""
+    verbosity = ctx.verbosity if ctx else NORMAL
     parts: list = []
     for report in result.reports:
         parts.extend(_trace_parts(report, verbosity))
@@ -308,9 +309,10 @@ def rule_statistics(result: CheckResult) -> list[RuleStatistic]:
 
 
 
-def render_statistics(result: CheckResult, verbosity: int = NORMAL) -> Group:
+def render_statistics(result: CheckResult, ctx: RenderContext | None = None) -> Group:
     """`--statistics`: a row per rule with findings (count, rule, name, device time, bytes), then the
     summary line; what could not be checked is always named."""
+    verbosity = ctx.verbosity if ctx else NORMAL
     parts: list = []
     stats = rule_statistics(result)
     if stats:
@@ -327,7 +329,7 @@ def render_statistics(result: CheckResult, verbosity: int = NORMAL) -> Group:
     return Group(*parts)
 
 
-def render_audit(run) -> Group:
+def render_audit(run, ctx: RenderContext | None = None) -> Group:
     """`kernlint audit`: one row per workload, its expected and actual verdicts, then the findings."""
     meta = run.metadata
     gpu = (meta.get("gpu") or {}).get("name")
@@ -376,7 +378,7 @@ def render_audit(run) -> Group:
     return Group(*parts)
 
 
-def render_replay(result) -> Group:
+def render_replay(result, ctx: RenderContext | None = None) -> Group:
     """`kernlint audit --replay`: the recorded fixture traces against their expected verdicts."""
     table = Table("rule", "case", "expected", "verdict", "findings", "detail", box=None, header_style="bold")
     for r in result.results:

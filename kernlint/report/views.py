@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from kernlint.report.model import CheckResult, clean_finding, sorted_findings
-from kernlint.rules.result import Finding, TraceReport
+from kernlint.rules.result import CheckResult, Finding, TraceReport, clean_finding, sorted_findings
 from kernlint.rules.schema import Rule
 from kernlint.trace.scopes import ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS, EventTable

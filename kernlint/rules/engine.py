@@ -38,7 +38,7 @@ from kernlint.trace.scopes import ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS, EventTable
 from kernlint.trace.window import window_edges
 
-__all__ = ["check_trace", "check_traces", "summarize_trace", "combine_checked", "compare_checked", "exit_status",
+__all__ = ["check_trace", "check_traces", "summarize_trace", "combine_checked", "exit_status",
            "merge_outcomes", "merge_reports", "Finding",
            "RuleOutcome", "TraceReport", "decided", "not_applicable"]
 
@@ -136,15 +136,15 @@ def _alone(report: TraceReport, rules: Sequence[Rule], reason: str) -> TraceRepo
     for rule in rules:
         if rule.needs_baseline:
             continue
-        outcomes.append(not_applicable(rule, reason, absent=True) if rule.cross_rank else next(checked))
+        outcomes.append(not_applicable(rule, reason, one_rank=True) if rule.cross_rank else next(checked))
     return dataclasses.replace(report, outcomes=outcomes)
 
 
 # ---- many traces: a map over the traces (summarize_trace, anywhere), a reduce over what they leave --------
 
-def summarize_trace(table: EventTable, rules: Sequence[Rule], *, baseline: bool = False) -> CheckedTrace:
+def summarize_trace(table: EventTable, rules: Sequence[Rule], *, baseline_part: bool = False) -> CheckedTrace:
     """The map step of checking many traces: the trace's own report (its cross-rank verdicts still to come)
-    and the summary that grouping, the cross-rank rules and (with `baseline`) the baseline comparison read."""
+    and the summary that grouping, the cross-rank rules and (with `baseline_part`) the baseline comparison read."""
     rules = list(rules)
     report = check_trace(table, rules, in_rank_group=True)
     identity = run_identity(table)
@@ -161,7 +161,7 @@ def summarize_trace(table: EventTable, rules: Sequence[Rule], *, baseline: bool 
             summary.rule_damage[rule.id] = relevant_damage(rule, table)
             if rule.kind.rank_part is not None and not (rule.spec.requires_device and not table.has_device_events):
                 summary.parts[rule.id] = rule.kind.rank_part(rule, table, index)
-    if baseline:
+    if baseline_part:
         from kernlint.baseline import trace_environment
         from kernlint.baseline.profile import trace_runs
 
@@ -170,46 +170,23 @@ def summarize_trace(table: EventTable, rules: Sequence[Rule], *, baseline: bool 
     return CheckedTrace(report=report, summary=summary)
 
 
-def compare_checked(baseline, checked: Sequence[CheckedTrace], **options):
-    """A kernlint.baseline.Baseline against the checked traces (summarize_trace with baseline=True): the
-    BaselineComparison compare_with_baseline makes of their tables. `options`: baseline_path, limits,
-    strict_env."""
-    from kernlint.baseline import compare_with_baseline
-    from kernlint.baseline.profile import profiles_from_runs
-
-    missing = [c.summary.path for c in checked if c.summary.baseline_runs is None]
-    if missing:
-        raise ValueError(f"{missing[0]} was summarized without its baseline part (baseline=True)")
-    return compare_with_baseline(baseline, [], programs=profiles_from_runs([c.summary.baseline_runs for c in checked]),
-                                 environments=[c.summary.environment for c in checked], **options)
-
-
-def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule], *, baseline=None) -> list[TraceReport]:
+def check_traces(tables: Sequence[EventTable], rules: Sequence[Rule]) -> list[TraceReport]:
     """Every trace on its own, then each run group (the ranks of one run, one profiling cycle) as one more
-    report holding the cross-rank rules, then, with `baseline` (a kernlint.baseline.Baseline, or a
-    BaselineComparison already made), one report of the baseline rules. The same map and reduce as
-    combine_checked over summarize_trace, run here."""
+    report holding the cross-rank rules: the map (summarize_trace) and the reduce (combine_checked), run
+    here. A baseline comparison is kernlint.pipeline's, which hands combine_checked its result."""
     rules = list(rules)
-    compare = baseline is not None and any(r.needs_baseline for r in rules) and not _is_comparison(baseline)
-    checked = [summarize_trace(t, rules, baseline=compare) for t in tables]
-    return combine_checked(checked, rules, baseline=compare_checked(baseline, checked) if compare else baseline)
+    return combine_checked([summarize_trace(t, rules) for t in tables], rules)
 
 
-def _is_comparison(baseline) -> bool:
-    from kernlint.baseline import BaselineComparison
-
-    return isinstance(baseline, BaselineComparison)
-
-
-def combine_checked(checked: Sequence[CheckedTrace], rules: Sequence[Rule], *, baseline=None) -> list[TraceReport]:
+def combine_checked(checked: Sequence[CheckedTrace], rules: Sequence[Rule], *, comparison=None
+                    ) -> list[TraceReport]:
     """The reduce step: the traces' reports (in the order given), each run group's cross-rank report, and with
-    `baseline` (a BaselineComparison, or a Baseline when the traces carry their baseline parts) the baseline
-    report. Reads only the summaries."""
+    `comparison` (a kernlint.baseline.BaselineComparison of these traces) the baseline report. Reads only the
+    summaries."""
     rules = list(rules)
     reports = _combine(checked, rules)
     baseline_rules = [r for r in rules if r.needs_baseline]
-    if baseline is not None and baseline_rules:
-        comparison = baseline if _is_comparison(baseline) else compare_checked(baseline, checked)
+    if comparison is not None and baseline_rules:
         reports.append(check_against_baseline([c.summary for c in checked], baseline_rules, comparison))
     return reports
 
@@ -221,18 +198,11 @@ def _facts(item) -> tuple[str, int, bool, bool, list[str]]:
     return item.path, item.events, item.has_device_events, item.has_stacks, list(item.damage)
 
 
-def check_against_baseline(tables: Sequence[EventTable | TraceSummary], rules: Sequence[Rule], baseline
+def check_against_baseline(tables: Sequence[EventTable | TraceSummary], rules: Sequence[Rule], comparison
                            ) -> TraceReport:
-    """The baseline rules on the traces (EventTables, or their TraceSummaries) against a baseline. Damaged
-    traces make every verdict incomplete: an alignment over lost launches proves nothing."""
-    from kernlint.baseline import BaselineComparison, compare_with_baseline
-
-    if isinstance(baseline, BaselineComparison):
-        comparison = baseline
-    elif all(isinstance(t, EventTable) for t in tables):
-        comparison = compare_with_baseline(baseline, list(tables))
-    else:
-        raise ValueError("check_against_baseline on summaries needs a BaselineComparison (compare_checked)")
+    """The baseline rules on the traces (EventTables, or their TraceSummaries) and their comparison with a
+    baseline (a kernlint.baseline.BaselineComparison). Damaged traces make every verdict incomplete: an
+    alignment over lost launches proves nothing."""
     facts = [_facts(t) for t in tables]
     damage = [f"{path}: {line}" for path, _, _, _, lines in facts for line in lines]
     outcomes = [mark_incomplete(rule.kind.run_baseline(rule, comparison), damage) for rule in rules]

@@ -116,7 +116,7 @@ def _pattern_keys(data: dict) -> list[tuple[str, str]]:
     keys = [("anchor", key) for _, key in pattern_fields(AnchorSpec)]
     keys += [("scope", key) for _, key in pattern_fields(ScopeSpec)]
     check = data.get("check")
-    kind = REGISTRY.get(check.get("type")) if isinstance(check, dict) and isinstance(check.get("type"), str) else None
+    kind = REGISTRY.find(check.get("type")) if isinstance(check, dict) and isinstance(check.get("type"), str) else None
     if kind is not None:
         keys += [("check", key) for _, key in pattern_fields(kind.spec)]
     return keys
@@ -182,7 +182,7 @@ def parse_rule_file(path: Path | Traversable) -> Rule:
             parents = _path_parts(unknown.group(2)[1:]) if unknown.group(2) else []
             extra = ""
             if parents == ["check"] and isinstance(data.get("check"), dict):
-                kind = REGISTRY.get(data["check"].get("type"))
+                kind = REGISTRY.find(data["check"].get("type"))
                 if kind is not None:
                     allowed = sorted(f.encode_name for f in msgspec.structs.fields(kind.spec))
                     extra = f" (check type {kind.type} takes: {', '.join(allowed) or 'no other key'})"
@@ -192,7 +192,7 @@ def parse_rule_file(path: Path | Traversable) -> Rule:
         at = _AT_PATH.search(message)
         parts = _path_parts(at.group(1)) if at else []
         if parts == ["check", "type"] or (parts == ["check"] and "type" in message):
-            message = f"{message} (known check types: {', '.join(sorted(REGISTRY))})"
+            message = f"{message} (known check types: {', '.join(REGISTRY.names())})"
         raise RuleFileError(path, f"schema error: {message}", _line_of(text, parts)) from None
     if spec.id != spec.id.upper():
         spec = msgspec.structs.replace(spec, id=spec.id.upper())

@@ -126,7 +126,7 @@ class Rule(msgspec.Struct, frozen=True):
 
     @property
     def kind(self):
-        return REGISTRY[self.spec.check.type]
+        return REGISTRY.get(self.spec.check.type)
 
     @property
     def cross_rank(self) -> bool:

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import torch
 
-from kernlint.checkout import CHECKOUT_FIXTURES
+from kernlint.checkout import CHECKOUT_FIXTURES, import_path
+from kernlint.device import Device
 from kernlint.errors import ConfigError
+from kernlint.registry import Registry
 
 Step = Callable[[], object]
 
@@ -34,15 +36,14 @@ class Workload:
     not_run_reason: str = "needs a CUDA GPU"
 
 
-def resolve_device(device: str) -> str:
+def resolve_device(device: str) -> Device:
     """auto -> cuda where torch sees a GPU, else cpu. Asking for cuda without one is a usage error."""
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
+        return Device.CUDA if torch.cuda.is_available() else Device.CPU
+    chosen = Device.parse(device)
+    if chosen.is_gpu and not torch.cuda.is_available():
         raise ConfigError(None, "--device cuda: torch sees no CUDA GPU here (use --device cpu or auto)")
-    if device not in ("cpu", "cuda"):
-        raise ConfigError(None, f"--device must be auto, cuda or cpu, not {device!r}")
-    return device
+    return chosen
 
 
 def _load_module(spec: str):
@@ -50,12 +51,8 @@ def _load_module(spec: str):
         path = Path(spec)
         if not path.is_file():
             raise ConfigError(path, "no such Python file")
-        module_name = f"kernlint_user_{path.stem}"
-        loader_spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[module_name] = module
         try:
-            loader_spec.loader.exec_module(module)
+            module = import_path(path, f"kernlint_user_{path.stem}")
         except SystemExit as exc:  # sys.exit() at import: an error, never a silent exit 0
             raise ConfigError(path, f"cannot import: the module called sys.exit({exc.code!r})") from None
         except Exception as exc:  # the user's module failed to import: say which and why, in one line
@@ -84,11 +81,17 @@ def regressed_workloads(fixtures: Path | None = None) -> dict[str, Workload]:
     return dict(importlib.import_module("regressed.workloads").REGRESSED_WORKLOADS)
 
 
-def known_workloads(include_regressed: bool = True) -> dict[str, Workload]:
-    """Built-in workloads, plus the regressed ones where a source checkout has them."""
-    from kernlint.workloads.fp8 import BUILTIN_WORKLOADS
+# Every workload `run` and `audit` know by name: the built-ins (kernlint.workloads.fp8 registers them) and
+# those other packages name in the entry-point group `kernlint.workloads` (a Workload, or a module that
+# registers its own).
+WORKLOADS: Registry[Workload] = Registry(
+    "workload", "kernlint.workloads", builtins=lambda: importlib.import_module("kernlint.workloads.fp8"),
+    summary=lambda w: w.summary)
 
-    known = dict(BUILTIN_WORKLOADS)
+
+def known_workloads(include_regressed: bool = True) -> dict[str, Workload]:
+    """Registered workloads, plus the regressed ones where a source checkout has them."""
+    known = dict(WORKLOADS.items())
     if include_regressed and (CHECKOUT_FIXTURES / "regressed" / "workloads.py").is_file():
         known.update(regressed_workloads())
     return known

@@ -7,8 +7,9 @@ import torch
 from torch import nn
 from torch.profiler import record_function
 
+from kernlint.device import Device
 from kernlint.reference import Fp8BlockLinear, initialize_dummy_weights
-from kernlint.workloads.base import Step, Workload
+from kernlint.workloads.base import WORKLOADS, Step, Workload
 from kernlint.workloads.graphs import decoder_graph_workload
 from kernlint.workloads.tp import tp_mlp_workload
 
@@ -20,7 +21,7 @@ CPU_TOKENS: tuple[int, ...] = (16,)
 
 
 def linear_configs(device: str) -> list[tuple[int, int, int]]:
-    tokens = DEEPSEEK_V3_TOKENS if device == "cuda" else CPU_TOKENS
+    tokens = DEEPSEEK_V3_TOKENS if Device.parse(device).is_gpu else CPU_TOKENS
     return [(m, n, k) for (n, k) in DEEPSEEK_V3_LINEAR_SHAPES for m in tokens]
 
 
@@ -61,7 +62,7 @@ def dummy_init_workload(name: str, init: Callable[[nn.Module], None], *, expect:
                         regressed: bool = False, devices: tuple[str, ...] = ("cpu", "cuda")) -> Workload:
     def build(device: str) -> Step:
         # On the GPU: the DeepSeek-V3 linear shapes (about 70 M FP8 weights); on the CPU, 1/8 of each side.
-        shapes = list(DEEPSEEK_V3_LINEAR_SHAPES) if device == "cuda" else [
+        shapes = list(DEEPSEEK_V3_LINEAR_SHAPES) if Device.parse(device).is_gpu else [
             (n // 8, max(128, k // 8 // 128 * 128)) for n, k in DEEPSEEK_V3_LINEAR_SHAPES]
         model = Fp8DummyModel(shapes, device)
 
@@ -93,3 +94,5 @@ BUILTIN_WORKLOADS: dict[str, Workload] = {w.name: w for w in (
                            summary="4-layer FP8 decoder captured into a CUDA graph and replayed (vLLM-style decode, "
                                    "M=16); replayed kernels attributed to the capture"),
 )}
+for _workload in BUILTIN_WORKLOADS.values():
+    WORKLOADS.register(_workload.name, _workload)

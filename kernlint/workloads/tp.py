@@ -13,6 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.profiler import record_function
 
+from kernlint.device import Device
 from kernlint.errors import ConfigError
 from kernlint.reference import Fp8BlockLinear
 from kernlint.workloads.base import Step, Workload
@@ -49,7 +50,7 @@ def build_tp_mlp(device: str, rank: int, world: int, linear_cls: type[Fp8BlockLi
                  hook: RankHook | None = None) -> tuple[TensorParallelMLP, torch.Tensor]:
     """Rank `rank`'s shard of the MLP and the (replicated) input. Every rank draws the same full weights
     from one seed and keeps its slice, so world=1 gives the unsharded reference."""
-    sizes = GPU_SIZES if device == "cuda" else CPU_SIZES
+    sizes = GPU_SIZES if Device.parse(device).is_gpu else CPU_SIZES
     hidden, inter, tokens = sizes["hidden"], sizes["intermediate"], sizes["tokens"]
     if inter % (128 * world):
         raise ConfigError(None, f"intermediate size {inter} does not split into {world} shards of whole "

@@ -7,12 +7,15 @@ and line, and the engine dispatches through the registry, so no branch anywhere 
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import msgspec
 
+from kernlint.registry import Registry
 from kernlint.rules.result import Finding, RuleOutcome
 from kernlint.trace.graphs import graph_replays
 from kernlint.trace.names import frame_parts
@@ -61,16 +64,23 @@ class CheckKind:
         return self.run_baseline is not None
 
 
-REGISTRY: dict[str, CheckKind] = {}
+def _load_builtin_kinds() -> None:
+    package = __name__.rpartition(".")[0]   # this module's package: its other modules are the kinds
+    for module in sorted(m.name for m in pkgutil.iter_modules(importlib.import_module(package).__path__)):
+        if module != "base":
+            importlib.import_module(f"{package}.{module}")
+
+
+# The check kinds by type: every module of kernlint.rules.checks registers its own on import, then the
+# modules other packages name in the entry-point group `kernlint.check_kinds`.
+REGISTRY: Registry[CheckKind] = Registry("check kind", "kernlint.check_kinds", builtins=_load_builtin_kinds,
+                                         summary=lambda k: k.summary)
 
 
 def register(kind: CheckKind) -> CheckKind:
-    if kind.type in REGISTRY:
-        raise ValueError(f"check kind {kind.type} registered twice")
     if kind.spec.__struct_config__.tag != kind.type:
         raise ValueError(f"check kind {kind.type}: its spec's tag is {kind.spec.__struct_config__.tag!r}")
-    REGISTRY[kind.type] = kind
-    return kind
+    return REGISTRY.register(kind.type, kind)
 
 
 def named_scopes(index: ScopeIndex, rule: Rule) -> list[Scope]:

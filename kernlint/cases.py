@@ -44,7 +44,7 @@ from typing import Literal
 import msgspec
 
 from kernlint.errors import RuleFileError
-from kernlint.rules.engine import check_traces
+from kernlint.pipeline import check_tables
 from kernlint.rules.result import RuleOutcome, merge_outcomes
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import find_trace_files, load_trace
@@ -171,7 +171,7 @@ def evaluate_case(case: Case, trace: Path, rules: list[Rule], fixtures: Path | N
     if chosen[0].needs_baseline and baseline is None:
         return CaseResult(case, None, [f"{case.rule} compares with a baseline: the case needs `baseline` or "
                                        "`baseline-from`"])
-    reports = check_traces(tables, chosen, baseline=baseline)
+    reports = check_tables(tables, chosen, baseline=baseline)
     outcome = merge_outcomes([o for r in reports for o in r.outcomes])
     spec = case.spec
     problems = []

@@ -1,0 +1,112 @@
+"""kernlint's import graph: modules, import circles, and imports that go up the layer table.
+
+    python scripts/import_graph.py [PACKAGE_DIR]     # default: kernlint/ beside this script
+
+Reads every module with ast. An edge is an import of another kernlint module, at module level or inside a
+function (both tie the modules together); imports under `if TYPE_CHECKING:` are left out (they never run).
+A circle is a strongly connected group of two or more modules. Floors are tests/test_layers.py's FLOORS.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def _module_name(path: Path, pkg: Path) -> str:
+    parts = list(path.relative_to(pkg.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def import_graph(pkg: Path) -> dict[str, set[str]]:
+    modules = {_module_name(p, pkg): p for p in pkg.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_lines(tree)
+        for node in ast.walk(tree):
+            if getattr(node, "lineno", None) in skip:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for target in targets:
+                if target in modules and target != name:
+                    graph[name].add(target)
+                    break   # `from a.b import c`: the module c if it is one, else a.b
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of two or more modules (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def main() -> int:
+    pkg = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT / "kernlint"
+    graph = import_graph(pkg)
+    from test_layers import floor_of
+
+    upward = sorted((a, b) for a, targets in graph.items() for b in targets
+                    if floor_of(a) is not None and floor_of(b) is not None and floor_of(b) > floor_of(a))
+    found = circles(graph)
+    print(f"modules {len(graph)}, import edges {sum(len(t) for t in graph.values())}, "
+          f"circles {len(found)}, upward imports {len(upward)}")
+    for group in found:
+        print("circle:", " <-> ".join(group))
+    for a, b in upward:
+        print(f"upward: {a} -> {b}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
