@@ -143,18 +143,33 @@ def workload_programs(workload: Workload, tables: list[EventTable]) -> dict[str,
 
 
 def record_workloads(workloads: Iterable[Workload], device: str, *, steps: int, out_dir: Path | None = None,
-                     on_step: Callable[[str, Workload], None] | None = None
-                     ) -> tuple[dict[str, ProgramProfile], list[Path]]:
-    """Profile each workload `steps` times for a baseline; its programs, and the traces (kept in out_dir)."""
+                     on_step: Callable[[str, Workload], None] | None = None, processes: int = 1,
+                     targets: dict[str, str] | None = None) -> tuple[dict[str, ProgramProfile], list[Path]]:
+    """Profile each workload `steps` times for a baseline; its programs, and the traces (kept in out_dir).
+    `processes` > 1: each workload in that many fresh processes, one after another (the baseline then
+    measures how timings move between processes); `targets`: how a rank process finds a workload that is
+    not a built-in name (module:callable, path/file.py:callable)."""
     programs: dict[str, ProgramProfile] = {}
     kept: list[Path] = []
     with _folder(out_dir) as folder:
         for workload in workloads:
             if on_step:
                 on_step("capture", workload)
-            traces, _ = capture_workload(workload, device, folder, steps=steps)
-            programs.update(workload_programs(workload, [load_trace(t) for t in traces]))
-            kept += traces if out_dir else []
+            if processes <= 1:
+                traces, _ = capture_workload(workload, device, folder, steps=steps)
+                programs.update(workload_programs(workload, [load_trace(t) for t in traces]))
+                kept += traces if out_dir else []
+                continue
+            target = (targets or {}).get(workload.name, workload.name)
+            nproc = audit_ranks(device) if workload.distributed else 1
+            runs = [launch(target, nproc, device, folder, workload.name, steps=steps) for _ in range(processes)]
+            tables = [[load_trace(t) for t in run] for run in runs]
+            if nproc == 1:
+                programs[workload.name] = profile_program([run[0] for run in tables])
+            else:
+                for r in range(nproc):
+                    programs[f"{workload.name}/rank {r}"] = profile_program([run[r] for run in tables])
+            kept += [t for run in runs for t in run] if out_dir else []
     return programs, kept
 
 
@@ -171,7 +186,7 @@ def _folder(out_dir: Path | None):
 def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out_dir: Path | None = None,
               on_step: Callable[[str, Workload], None] | None = None, *, steps: int = 1,
               baseline: Baseline | None = None, baseline_path: str = "", limits: Thresholds | None = None,
-              strict_env: bool = False, keep_tables: bool = False,
+              strict_env: bool = False, strict_timing: bool = False, keep_tables: bool = False,
               not_run: Iterable[tuple[str, str]] = ()) -> AuditRun:
     """Capture each workload (warm-up, then `steps` profiled runs), check it, compare with what it must get;
     with a baseline, compare every workload's programs with it too. Traces go to out_dir, or to a temporary
@@ -246,7 +261,7 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
         compared = run_check(CheckRequest(rules=baseline_rules, tables=all_tables, baseline=baseline,
                                           baseline_label=baseline_path, programs=programs,
                                           environments=[environment_of(metadata)], thresholds=limits,
-                                          strict_env=strict_env))
+                                          strict_env=strict_env, strict_timing=strict_timing))
         baseline_report = compared.reports[-1]
     return AuditRun(device=device, metadata=metadata, verdicts=ordered,
                     out_dir=Path(out_dir) if out_dir else None, seconds=time.perf_counter() - start,

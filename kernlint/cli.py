@@ -324,6 +324,9 @@ _baseline_options = _options(
     click.option("--strict-env/--no-strict-env", default=False,
                  help="With --baseline: when the GPU, driver or versions differ from the baseline's, or the GPU "
                       "was throttled or shared, make the timing verdict incomplete (exit 4) instead of warning."),
+    click.option("--strict-timing/--no-strict-timing", default=False,
+                 help="With --baseline: a timing the runs cannot decide (neither the same nor slower; the finding "
+                      "says how many more runs would decide) is a KL804 finding instead of a note."),
 )
 
 
@@ -408,6 +411,7 @@ class CheckOptions:
     debug: bool = False
     baseline: Path | None = None
     strict_env: bool = False
+    strict_timing: bool = False
     jobs: int | str = 1
     backend: str | None = None
     scheduler: str | None = None
@@ -481,7 +485,8 @@ def _run_check(traces, options: CheckOptions, notes=()) -> int:
         paths=list(traces), captures=list(options.captures),
         max_trace_bytes=options.max_trace_bytes or _max_trace_bytes_default(),
         baseline=_read_baseline(options.baseline) if options.baseline else None,
-        baseline_label=str(options.baseline or ""), strict_env=options.strict_env, thresholds=config.thresholds,
+        baseline_label=str(options.baseline or ""), strict_env=options.strict_env,
+        strict_timing=options.strict_timing, thresholds=config.thresholds,
         fail_on=options.fail_on, allow_incomplete=options.allow_incomplete, exit_zero=options.exit_zero,
         jobs=resolve_jobs(options.jobs), backend=options.backend, scheduler=options.scheduler,
         keep_tables=chosen.needs_tables,   # html's timelines draw from every trace's events
@@ -733,8 +738,8 @@ _AUDIT_KEYS = frozenset({"baseline"})
                                    "tables, allocations, verdicts) to FILE.")
 @_config_options
 @_debug_option
-def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline, strict_env, fmt, output, html_path,
-          config_file, isolated, debug):
+def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline, strict_env, strict_timing, fmt,
+          output, html_path, config_file, isolated, debug):
     """Run the built-in workloads under the profiler and check every shipped rule.
 
     Exit 0 when every workload gets the verdict it must get (fixed ones pass; with --include-regressed the
@@ -779,11 +784,66 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
             result = run_audit(workloads, rules, dev, out_dir, on_step=on_step, steps=repeat,
                                baseline=_read_baseline(baseline) if baseline else None,
                                baseline_path=str(baseline or ""), limits=_current_config().thresholds,
-                               strict_env=strict_env, keep_tables=html_path is not None, not_run=not_run)
+                               strict_env=strict_env, strict_timing=strict_timing, keep_tables=html_path is not None,
+                               not_run=not_run)
         if render_html is not None:
             _write_atomically(html_path, render_html(result))
         _emit(render(result), output)
         return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
+
+    _guarded(body, debug)
+
+
+@main.command(cls=_ConfiguredCommand, config_keys=frozenset())
+@click.argument("baselines", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Keep what was found here and, for a history that only appended baselines, search again "
+                   "only after each series' last change point.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
+              show_default=True, help="Significance level of each change point's permutation test.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: a line per change point; json: the change points for scripts (schema_version 1).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the output to FILE (atomically) instead of stdout.")
+@_config_options
+@_debug_option
+def history(baselines, cache, alpha, fmt, output, config_file, isolated, debug):
+    """Change points over baselines in commit order (files, or a folder whose *.json files sort in commit
+    order): per launch series and each program's total device time, E-divisive means with a permutation
+    test; names the first baseline after each change. Exit 0 (it reports; `check --baseline` gates)."""
+    def body() -> int:
+        import json as _json
+
+        from kernlint.baseline.history import analyse, as_dict
+
+        files: list[Path] = []
+        for entry in baselines:
+            files += sorted(entry.glob("*.json")) if entry.is_dir() else [entry]
+        if len(files) < 4:
+            raise ConfigError(None, f"history needs 4 or more baselines, got {len(files)}")
+        loaded = [_read_baseline(f) for f in files]
+        previous = None
+        if cache is not None and cache.is_file():
+            try:
+                previous = _json.loads(cache.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(cache, f"not a kernlint history cache ({exc}); remove it") from None
+        result, kept = analyse(loaded, [f.name for f in files], alpha=alpha,
+                               quantum_ticks=_current_config().thresholds.quantum_ticks, cache=previous)
+        if cache is not None:
+            _write_atomically(cache, _json.dumps(kept) + "\n")
+        if fmt == "json":
+            text = _json.dumps(as_dict(result), indent=2) + "\n"
+        else:
+            lines = [f"{result.series} series over {len(files)} baselines ({files[0].name} .. {files[-1].name})"
+                     + (f", {result.reused} from the cache" if cache is not None else "")
+                     + f": {len(result.change_points)} change point(s)"]
+            for c in result.change_points:
+                lines.append(f"  at {c.baseline} (#{c.index + 1}): {c.series}: {c.before_us:g} -> {c.after_us:g} "
+                             f"µs ({c.relative:+.1%}), p = {c.p_value:.2g}")
+            text = "\n".join(printable(line) for line in lines) + "\n"
+        _emit(text, output)
+        return EXIT_CLEAN
 
     _guarded(body, debug)
 
@@ -797,8 +857,11 @@ def baseline() -> None:
 @baseline.command("record", cls=_ConfiguredCommand, config_keys=frozenset())
 @click.argument("traces", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--workload", "workload_names", multiple=True, metavar="NAME",
-              help="Profile this built-in workload (a name from `kernlint audit`, or all) instead of reading "
-                   "traces (repeatable).")
+              help="Profile this workload instead of reading traces (repeatable): a built-in name (from "
+                   "`kernlint audit`, or all), module:callable or path/to/file.py:callable, as `kernlint run`.")
+@click.option("--processes", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="With --workload: record each workload in N fresh processes, so that the baseline measures "
+                   "how timings move between processes (3 or more for a timing gate).")
 @_repeat_option
 @_device_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -812,8 +875,8 @@ def baseline() -> None:
 @_capture_option
 @_config_options
 @_debug_option
-def baseline_record(traces, workload_names, repeat, device, out_dir, output, max_trace_bytes, quiet, jobs, backend,
-                    scheduler, captures, config_file, isolated, debug):
+def baseline_record(traces, workload_names, processes, repeat, device, out_dir, output, max_trace_bytes, quiet, jobs,
+                    backend, scheduler, captures, config_file, isolated, debug):
     """Record a baseline from traces (files or folders; the traces of one rank are repeated runs of one
     program, each profiler step a run) or by profiling built-in workloads (--workload, --repeat N)."""
     def body() -> int:
@@ -826,26 +889,31 @@ def baseline_record(traces, workload_names, repeat, device, out_dir, output, max
             from kernlint.audit import audit_workloads, record_workloads
             from kernlint.baseline.environment import environment_of
             from kernlint.capture.metadata import collect_run_metadata
-            from kernlint.workloads import known_workloads, resolve_device
+            from kernlint.workloads import known_workloads, resolve_device, resolve_target
 
             dev = resolve_device(device)
+            targets: dict[str, str] = {}
             if [n.lower() for n in workload_names] == ["all"]:
                 chosen = audit_workloads(dev)
             else:
                 known = known_workloads()
-                missing = [n for n in workload_names if n not in known]
-                if missing:
-                    raise ConfigError(None, f"no workload {missing[0]!r} (known: {', '.join(sorted(known))})")
-                chosen = [known[n] for n in workload_names]
+                chosen = []
+                for name in workload_names:   # a built-in name, module:callable or file.py:callable
+                    workload = resolve_target(name, known)
+                    targets[workload.name] = name
+                    chosen.append(workload)
             with _progress() as progress:
                 task = progress.add_task("starting", total=None)
 
                 def on_step(stage: str, workload) -> None:
                     progress.update(task, description=f"{stage} {workload.name} on {dev} ({repeat} runs)")
 
-                programs, _ = record_workloads(chosen, dev, steps=repeat, out_dir=out_dir, on_step=on_step)
+                programs, _ = record_workloads(chosen, dev, steps=repeat, out_dir=out_dir, on_step=on_step,
+                                               processes=processes, targets=targets)
             environment = environment_of(collect_run_metadata(dev))
-            source = ["--workload", *workload_names, "--repeat", str(repeat), "--device", device]
+            source = [*(a for n in workload_names for a in ("--workload", n)),
+                      *(["--processes", str(processes)] if processes > 1 else []), "--repeat", str(repeat),
+                      "--device", device]
         else:
             from kernlint.parallel import resolve_jobs
             from kernlint.pipeline import record_programs

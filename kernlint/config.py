@@ -393,6 +393,7 @@ _THRESHOLD_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "min-runs": (lambda v: v >= 2, "an integer of at least 2"),
     "min-effect-us": (lambda v: v >= 0, "a number of microseconds, 0 or more"),
     "confidence": (lambda v: 0 < v < 1, "a number between 0 and 1 (exclusive)"),
+    "quantum-ticks": (lambda v: v >= 0, "a number of timer ticks, 0 or more"),
 }
 
 

@@ -45,6 +45,7 @@ class CheckRequest:
     programs: dict | None = None
     environments: list | None = None   # the programs' environments (an audit's run metadata)
     strict_env: bool = False
+    strict_timing: bool = False      # an unknown timing verdict is a finding
     thresholds: Any = None
     fail_on: str = "warning"
     allow_incomplete: bool = False
@@ -72,7 +73,7 @@ def rules_to_run(rules: Sequence, baseline: Any, hint: str | None) -> list:
 
 
 def compare_checked(baseline: Any, checked: Sequence, *, baseline_path: str = "", limits: Any = None,
-                    strict_env: bool = False):
+                    strict_env: bool = False, strict_timing: bool = False):
     """A kernlint.baseline.Baseline against checked traces that carry their baseline parts
     (summarize_trace(..., baseline_part=True)): a kernlint.baseline.BaselineComparison."""
     from kernlint.baseline import compare_with_baseline
@@ -83,7 +84,7 @@ def compare_checked(baseline: Any, checked: Sequence, *, baseline_path: str = ""
         raise ValueError(f"{missing[0]} was summarized without its baseline part (baseline_part=True)")
     return compare_with_baseline(baseline, [], programs=profiles_from_runs([c.summary.baseline_runs for c in checked]),
                                  environments=[c.summary.environment for c in checked], baseline_path=baseline_path,
-                                 limits=limits, strict_env=strict_env)
+                                 limits=limits, strict_env=strict_env, strict_timing=strict_timing)
 
 
 def check_tables(tables: Sequence, rules: Sequence, *, baseline: Any = None, strict_env: bool = False,
@@ -125,10 +126,12 @@ def run_check(request: CheckRequest) -> CheckResult:
             comparison = compare_with_baseline(request.baseline, tables, programs=request.programs,
                                                environments=request.environments,
                                                baseline_path=request.baseline_label,
-                                               strict_env=request.strict_env, limits=request.thresholds)
+                                               strict_env=request.strict_env, limits=request.thresholds,
+                                               strict_timing=request.strict_timing)
         else:
             comparison = compare_checked(request.baseline, checked, baseline_path=request.baseline_label,
-                                         limits=request.thresholds, strict_env=request.strict_env)
+                                         limits=request.thresholds, strict_env=request.strict_env,
+                                         strict_timing=request.strict_timing)
     reports = combine_checked(checked, rules, comparison=comparison)
     suppressed: list = []
     if request.suppress is not None:

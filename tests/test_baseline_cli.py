@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from baseline_traces import fp8_linear_trace
+from conftest import REPO
 from kernlint.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,3 +160,19 @@ def test_record_warns_when_one_program_holds_runs_of_another_sequence(tmp_path):
     assert ("kernlint: warning: trace: 1 of 2 run(s) launched another sequence than the rest: left out of the "
             "baseline") in result.stderr
     assert json.loads(out.read_text())["programs"]["trace"]["other_sequences"] == 1
+
+
+def test_record_a_user_workload_in_two_processes_on_the_cpu(tmp_path):
+    """`--workload path/file.py:callable` (as `kernlint run` takes it) and `--processes 2`: the baseline holds
+    both processes' runs, marked by process, and says how to record it again."""
+    out = tmp_path / "b.json"
+    program = REPO / "fixtures" / "gpu_programs" / "tiny_decoder.py"
+    result = kernlint("baseline", "record", "--workload", f"{program}:build", "--processes", "2", "--repeat", "3",
+                      "--device", "cpu", "-o", out, "--isolated", cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    recorded = data["programs"]["build"]
+    assert recorded["runs"] == 6 and recorded["run_process"] == [0, 0, 0, 1, 1, 1]
+    assert recorded["timing_basis"] == "host" and len(recorded["traces"]) == 2
+    assert data["refresh_command"] == (f"kernlint baseline record --workload {program}:build --processes 2 "
+                                       f"--repeat 3 --device cpu -o {out}")

@@ -4,11 +4,12 @@ kernels got slower or faster (kernlint.baseline.stats). Returns data; rules turn
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass, field
 
 from kernlint.baseline.model import Baseline, Launch, ProgramProfile
-from kernlint.baseline.stats import Thresholds, TimingVerdict, compare_samples
+from kernlint.baseline.stats import Thresholds, TimingVerdict, adjust_family, compare_samples
 
 TOTAL = "total device time"
 
@@ -79,6 +80,7 @@ class BaselineComparison:
     strict_env: bool = False
     refresh_command: str = ""
     thresholds: Thresholds = field(default_factory=Thresholds)
+    strict_timing: bool = False    # an unknown timing is a finding (--strict-timing)
 
     @property
     def timing_refused(self) -> bool:
@@ -153,20 +155,27 @@ def compare_program(name: str, baseline_name: str, base: ProgramProfile, cand: P
         out.timing_note = (f"not timed: the baseline has {base.timing_basis} times, the candidate "
                            f"{cand.timing_basis} times")
         return out
+    if cand.timing_basis == "host":
+        out.timing_note = ("not timed: a trace without device events times ops by host time, which is not device "
+                           "time (launch overhead, the Python interpreter); record on the GPU to gate timing")
+        return out
     if min(base.runs, cand.runs) < limits.min_runs:
         out.timing_note = (f"not timed: timing needs {limits.min_runs} or more runs on each side (profiler steps "
                            f"or traces); the baseline has {base.runs}, the candidate {cand.runs}")
         return out
+    quantum = max(base.quantum_us, cand.quantum_us)
+    groups = {"base_groups": base.run_process or None, "cand_groups": cand.run_process or None,
+              "quantum_us": quantum}
     for i, j in matched:
         b, c = base_seq[i][1], cand_seq[j][1]
-        verdict = compare_samples(b.us, c.us, limits) if b.us and c.us else None
+        verdict = compare_samples(b.us, c.us, limits, **groups) if b.us and c.us else None
         if verdict is not None:
             placed = cand_place(j)
             out.timing.append(TimingChange(name, c.name, placed.scope, placed, verdict, cand_trace))
     if out.sequence:
         out.timing_note = "the total device time is not compared: the launch sequence changed"
     else:
-        verdict = compare_samples(base.total_us, cand.total_us, limits)
+        verdict = compare_samples(base.total_us, cand.total_us, limits, **groups)
         if verdict is not None:
             out.timing.append(TimingChange(name, TOTAL, "", None, verdict, cand_trace))
     return out
@@ -185,13 +194,20 @@ def _pairs(baseline: Baseline, candidate: dict[str, ProgramProfile]) -> tuple[li
 
 def compare(baseline: Baseline, candidate: dict[str, ProgramProfile], *, baseline_path: str = "",
             limits: Thresholds | None = None, environment_warnings: list[str] | None = None,
-            strict_env: bool = False) -> BaselineComparison:
+            strict_env: bool = False, strict_timing: bool = False) -> BaselineComparison:
     limits = limits or Thresholds()
     pairs, notes = _pairs(baseline, candidate)
     programs = [compare_program(c, b, baseline.programs[b], candidate[c], limits) for c, b in pairs]
+    # Two families per check, each adjusted together (Benjamini-Hochberg): the programs' totals (the primary
+    # question, one test a program) and every matched launch of every program.
+    for totals in (True, False):
+        timed = [(p, k) for p in programs for k in range(len(p.timing)) if (p.timing[k].placed is None) == totals]
+        adjusted = adjust_family([p.timing[k].verdict for p, k in timed], limits)
+        for (p, k), verdict in zip(timed, adjusted, strict=True):
+            p.timing[k] = dataclasses.replace(p.timing[k], verdict=verdict)
     for name, program in candidate.items():
         if program.other_sequences:
             notes.append(f"{name}: {program.other_sequences} run(s) launched another sequence than the other "
                          f"{program.runs} (data-dependent dispatch): not timed")
     return BaselineComparison(baseline_path, programs, notes, list(environment_warnings or []), strict_env,
-                              baseline.refresh_command, limits)
+                              baseline.refresh_command, limits, strict_timing)

@@ -17,8 +17,9 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, rename="kebab"):
     min_effect: smallest relative change that counts (a fraction of the baseline median; 0.01 is 1 %).
     noise_multiple: a change must also exceed this many times the larger robust CV of the two sides.
     min_runs: fewest timed runs on each side before any timing verdict (at least 2).
-    min_effect_us: smallest absolute change that counts (µs): below it is timer resolution.
+    min_effect_us: smallest absolute change that counts (µs).
     confidence: of the reported interval of the shift.
+    quantum_ticks: a change must also exceed this many ticks of the device timer (read from the durations).
     """
 
     alpha: float = 0.01
@@ -27,6 +28,7 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, rename="kebab"):
     min_runs: int = 5
     min_effect_us: float = 0.05
     confidence: float = 0.95
+    quantum_ticks: float = 2.5
 
 
 class Launch(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -65,6 +67,14 @@ class ProgramProfile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
     # Runs whose launch sequence differed from the reference (data-dependent dispatch): not timed.
     other_sequences: int = 0
     unattributed: int = 0              # device events with no launching call (not in the sequence)
+    # The process (0, 1, ...: the trace it came from) of each reference run, in the order of total_us and of
+    # every launch's `us`: between-process noise is measured across them. Empty: one process.
+    run_process: list[int] = []
+    quantum_us: float = 0.0            # the device timer's tick the durations sit on (0: none seen)
+
+    @property
+    def processes(self) -> int:
+        return len(set(self.run_process)) or 1
 
     def sequence(self) -> list[tuple[str, Launch]]:
         """(scope, launch) in program order."""

@@ -1,7 +1,8 @@
 """From event tables to a program profile: the launch sequence per scope, with timing samples.
 
-A run is one `ProfilerStep#N` range of a trace (the names table's `profiler-step-range`), or the whole trace
-when it has none. The reference sequence is the one most runs share; only runs with that sequence give
+A run is one `ProfilerStep#N` range of a trace (the names table's `profiler-step-range`); in a trace
+without steps, one CUDA-graph replay (from its graph launch to the next: a decode loop's step); else the
+whole trace. The reference sequence is the one most runs share; only runs with that sequence give
 timing samples, so a data-dependent dispatch never mixes two kernels' times.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernlint.baseline.model import Launch, ProgramProfile, ScopeProfile
+from kernlint.baseline.stats import timer_quantum
 from kernlint.trace.names import named_pattern
 from kernlint.trace.rows import outermost
 from kernlint.trace.scopes import ScopeIndex
@@ -97,11 +99,30 @@ def _step_rows(index: ScopeIndex) -> list[int]:
     return derived["profiler-steps"]
 
 
+def _replay_runs(index: ScopeIndex, elements: list[_Element]) -> list[list[_Element]] | None:
+    """A trace with no profiler steps but two or more CUDA-graph replays (a decode loop): one run per replay,
+    from its graph launch to the next, so that windows holding different numbers of replays compare per
+    replay. What ran before the first replay (set-up, capture, warm-up) is no run: the eager work of each
+    later step shows in the run before it. None otherwise."""
+    launches = sorted({float(index.ts[int(index.replay[e.row])]) for e in elements if index.replay[e.row] >= 0})
+    if len(launches) < 2:
+        return None
+    cuts = np.array(launches)
+    index.table.derived["replay-run-spans"] = [(launches[i], launches[i + 1] if i + 1 < len(launches) else np.inf)
+                                               for i in range(len(launches))]
+    runs: list[list[_Element]] = [[] for _ in launches]
+    for e in elements:
+        i = int(cuts.searchsorted(e.ts, "right")) - 1
+        if i >= 0:
+            runs[i].append(e)
+    return [run for run in runs if run]
+
+
 def _runs(table: EventTable, index: ScopeIndex, elements: list[_Element]) -> list[list[_Element]]:
-    """The elements of each profiler step, or all of them as one run."""
+    """The elements of each profiler step; without steps, of each CUDA-graph replay; else all as one run."""
     steps = _step_rows(index)
     if not steps:
-        return [elements]
+        return _replay_runs(index, elements) or [elements]
     starts = np.array([index.ts[r] for r in steps])
     ends = np.array([index.end[r] for r in steps])
     runs: list[list[_Element]] = [[] for _ in steps]
@@ -202,6 +223,7 @@ def profile_from_runs(parts: list[TraceRuns]) -> ProgramProfile:
     keys = [sequence.key for _, sequence, _ in runs]
     reference_key, _ = Counter(keys).most_common(1)[0]
     reference = [r for r, k in zip(runs, keys) if k == reference_key]
+    process_of = {id(part): i for i, part in enumerate(parts)}   # each trace is one process
     _, first, _ = reference[0]
     timed = [pos for pos, (_, launch) in enumerate(first.launches) if launch.kind != "sync"]
     # Python floats summed in order, as the samples were when each run held its own launches.
@@ -219,17 +241,26 @@ def profile_from_runs(parts: list[TraceRuns]) -> ProgramProfile:
     for label, (allocated, scope_peak) in per_scope.items():
         scope = scopes.setdefault(label, ScopeProfile(launches=[], counts={}))
         scope.alloc_bytes, scope.peak_scratch_bytes = allocated, scope_peak
+    run_process = [process_of[id(part)] for part, _, _ in reference]
+    quantum = timer_quantum(list(samples.values())) if basis == "device" else 0.0
     return ProgramProfile(runs=len(reference), timing_basis=basis, scopes=dict(sorted(scopes.items())),
                           total_us=total_us, alloc_bytes=alloc_bytes, peak_scratch_bytes=peak,
                           traces=sorted({p.path for p in parts}), other_sequences=len(runs) - len(reference),
-                          unattributed=unattributed)
+                          unattributed=unattributed, run_process=run_process if len(parts) > 1 else [],
+                          quantum_us=quantum)
 
 
 def _run_span(index: ScopeIndex, run: list[_Element]) -> tuple[float, float]:
-    """The host interval of a run: its profiler step when it has one, else the whole trace."""
+    """The host interval of a run: its profiler step; a replay run's, up to the next graph launch; else the
+    whole trace."""
     for r in _step_rows(index):
         if index.ts[r] <= run[0].ts < index.end[r]:
             return float(index.ts[r]), float(index.end[r])
+    spans = index.table.derived.get("replay-run-spans")
+    if spans:
+        for start, stop in spans:
+            if start <= run[0].ts < stop:
+                return start, stop
     return -np.inf, np.inf
 
 

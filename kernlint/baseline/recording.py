@@ -30,11 +30,12 @@ def build_baseline(programs: dict[str, ProgramProfile], environment: dict[str, A
 def compare_with_baseline(baseline: Baseline, tables: list[EventTable], *, baseline_path: str = "",
                           limits: Thresholds | None = None, strict_env: bool = False,
                           programs: dict[str, ProgramProfile] | None = None,
-                          environments: list[dict[str, Any]] | None = None) -> BaselineComparison:
+                          environments: list[dict[str, Any]] | None = None,
+                          strict_timing: bool = False) -> BaselineComparison:
     """The traces (repeated runs, one program per rank) against the baseline. `programs` and
     `environments` override what is derived from the tables (an audit names programs by workload)."""
     programs = programs if programs is not None else profile_traces(tables)
     envs = environments if environments is not None else [trace_environment(t) for t in tables]
     warnings = environment_warnings(baseline.environment, envs)
     return compare(baseline, programs, baseline_path=baseline_path, limits=limits, environment_warnings=warnings,
-                   strict_env=strict_env)
+                   strict_env=strict_env, strict_timing=strict_timing)

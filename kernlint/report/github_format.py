@@ -39,4 +39,7 @@ def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
                          + _data(f"{rule.id} could not be fully checked: the traces are damaged (see the report)"))
     for path, reason in result.unreadable:
         lines.append(f"::warning file={_property(path)}::{_data('could not be read: ' + reason)}")
+    for report in result.reports:   # a baseline comparison's warnings (unknown timings, another GPU)
+        if report.subject == "baseline":
+            lines += [f"::warning title=kernlint baseline::{_data(w)}" for w in report.warnings]
     return "\n".join(lines) + ("\n" if lines else "")

@@ -29,6 +29,9 @@ def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
             out.append(f"| {_cell(f.rule)} | {_cell(f.severity)} | {_cell(f.message)} | {_cell(f.source or '')} | "
                        f"{_cell(f.scope)} | {_cell(cost)} | "
                        f"{_cell(f.trace)}{' rank ' + str(f.rank) if f.rank is not None else ''} |")
+    baseline_warnings = [w for r in result.reports if r.subject == "baseline" for w in r.warnings]
+    if baseline_warnings:   # what a baseline comparison must show even when nothing failed (unknown timings)
+        out += [""] + [f"- baseline: {_cell(w)}" for w in baseline_warnings]
     if result.unreadable:
         out += ["", f"{len(result.unreadable)} entr{'y' if len(result.unreadable) == 1 else 'ies'} could not be "
                 "read: " + ", ".join(_cell(p) for p, _ in result.unreadable)]

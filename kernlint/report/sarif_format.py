@@ -205,6 +205,9 @@ def _notifications(result: CheckResult, rule_index: dict[str, int]) -> list[dict
                       "locations": [{"physicalLocation": _artifact(path)}]})
     for note in result.notes:
         found.append({"level": "note", "message": {"text": _line(note)}})
+    for report in result.reports:   # a baseline comparison's warnings (unknown timings, another GPU)
+        if report.subject == "baseline":
+            found += [{"level": "warning", "message": {"text": _line(w)}} for w in report.warnings]
     return found
 
 

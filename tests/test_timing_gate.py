@@ -1,0 +1,158 @@
+"""The timing gate's noise model (issue 20): timer ticks, between-process noise, one family per check,
+two tests, three verdicts; on real H200 traces of unchanged code and on constructed samples."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES
+from kernlint.baseline import build_baseline, profile_traces
+from kernlint.baseline.model import Thresholds
+from kernlint.baseline.stats import adjust_family, benjamini_hochberg, compare_samples, timer_quantum
+from kernlint.cases import _slowed
+from kernlint.pipeline import check_tables
+from kernlint.rules.loader import load_rules
+from kernlint.trace.load import load_trace
+
+TIMING = FIXTURES / "traces" / "gpu-timing"
+RULES = [r for r in load_rules() if r.id in ("KL804", "KL806")]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return {p: load_trace(TIMING / f"tiny-decoder-{p}.pt.trace.json.gz") for p in ("p01", "p02", "p03", "p06")}
+
+
+def _timing(report):
+    return {o.rule: o for o in report.outcomes}
+
+
+def test_the_timer_tick_is_read_from_real_h200_durations(tiny):
+    program = next(iter(profile_traces([tiny["p01"], tiny["p02"]]).values()))
+    assert program.quantum_us == pytest.approx(0.032)
+    assert program.run_process == [0] * 10 + [1] * 10 and program.processes == 2
+
+
+def test_no_tick_is_claimed_for_nanosecond_durations():
+    rng = np.random.default_rng(1)
+    assert timer_quantum([rng.uniform(1, 50, 200)]) == 0.0
+    assert timer_quantum([[1.312, 1.344]]) == 0.0   # too few distinct durations to believe a tick
+
+
+def test_unchanged_code_in_another_process_gives_no_timing_finding_and_2_percent_slower_is_caught(tiny):
+    baseline = build_baseline(profile_traces([tiny["p01"], tiny["p02"], tiny["p03"]]))
+    same = _timing(check_tables([tiny["p06"]], RULES, baseline=baseline)[-1])
+    assert same["KL804"].status == "passed" and not same["KL804"].findings
+    assert not same["KL806"].findings
+    slower = _timing(check_tables([_slowed(tiny["p06"], 1.02, None)], RULES, baseline=baseline)[-1])
+    found = slower["KL804"].findings
+    assert slower["KL804"].status == "failed"
+    total = [f for f in found if f.scope == "total device time"]
+    assert total and total[0].details["baseline_processes"] == 3 and total[0].details["quantum_us"] == 0.032
+
+
+def test_a_two_tick_shift_of_a_constant_kernel_is_never_a_regression():
+    """The issue's false alarm: every run of a 1.31 µs kernel takes the same ticks within a process, so the
+    within-process noise is 0 and p is tiny; the shift is 2 ticks of 32 ns."""
+    base, cand = [1.312] * 20, [1.376] * 10
+    without_ticks = compare_samples(base, cand, Thresholds())
+    assert without_ticks.direction == "slower"            # what a tick-blind gate says
+    with_ticks = compare_samples(base, cand, Thresholds(), quantum_us=0.032)
+    assert with_ticks.direction == "same" and with_ticks.floor_us == pytest.approx(0.08)
+    assert compare_samples(base, [1.440] * 10, Thresholds(), quantum_us=0.032).direction == "slower"   # 4 ticks
+
+
+def test_between_process_noise_raises_the_floor():
+    rng = np.random.default_rng(2)
+    medians = [10.0, 10.3, 9.8, 10.2]
+    base = np.concatenate([rng.normal(m, 0.01, 10) for m in medians])
+    groups = [g for g in range(4) for _ in range(10)]
+    cand = rng.normal(10.3, 0.01, 10)   # another process, as far from the first as the third is
+    alone = compare_samples(base[:10], cand, Thresholds())   # a baseline of one process cannot see the spread
+    assert alone.between_noise == 0.0 and alone.base_processes == 1 and alone.direction == "slower"
+    across = compare_samples(base, cand, Thresholds(), base_groups=groups)
+    assert across.base_processes == 4 and across.between_noise > 0.01 and across.noise < 0.002
+    assert across.floor_us > alone.floor_us and across.direction != "slower"
+
+
+def test_unknown_says_how_many_more_runs_would_decide():
+    rng = np.random.default_rng(3)
+    base = rng.normal(100, 3, 20)
+    cand = rng.normal(104, 3, 6)
+    verdict = compare_samples(base, cand, Thresholds(min_runs=5))
+    assert verdict.direction == "unknown" and verdict.runs_needed and verdict.runs_needed >= 1
+    more = compare_samples(base, rng.normal(104, 3, 6 + verdict.runs_needed * 4), Thresholds(min_runs=5))
+    assert more.direction != "unknown" or more.runs_needed < verdict.runs_needed
+
+
+def test_benjamini_hochberg_keeps_a_null_family_quiet_and_finds_a_broad_change():
+    null = [(i + 0.5) / 300 for i in range(300)]
+    assert min(benjamini_hochberg(null)) == pytest.approx(0.5)
+    broad = [0.008] * 300
+    assert max(benjamini_hochberg(broad)) == pytest.approx(0.008)
+    assert benjamini_hochberg([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.04, 0.04])
+
+
+def test_a_family_adjustment_turns_a_lone_small_p_among_many_into_no_finding():
+    rng = np.random.default_rng(4)
+    verdicts = [compare_samples(rng.normal(10, 0.2, 10), rng.normal(10, 0.2, 10), Thresholds())
+                for _ in range(200)]
+    adjusted = adjust_family(verdicts, Thresholds())
+    assert all(v.tests == 200 for v in adjusted)
+    assert not [v for v in adjusted if v.direction in ("slower", "faster")]
+
+
+def test_kolmogorov_smirnov_catches_a_slower_tail_at_the_same_median():
+    rng = np.random.default_rng(5)
+    base = rng.normal(10, 0.02, 40)
+    cand = np.concatenate([rng.normal(10, 0.02, 28), rng.normal(11, 0.02, 12)])
+    verdict = compare_samples(base, cand, Thresholds())
+    assert abs(verdict.shift) < verdict.floor_us        # the median barely moved
+    assert verdict.tail_shift > 0.5 and verdict.p_value < 0.01
+    assert verdict.direction == "slower"
+
+
+def test_host_time_of_a_cpu_trace_is_never_time_gated():
+    trace = FIXTURES / "traces" / "cpu-runs"
+    tables = [load_trace(p) for p in sorted(trace.rglob("*.pt.trace.json.gz"))[:1]]
+    baseline = build_baseline(profile_traces(tables))
+    outcome = _timing(check_tables(tables, RULES, baseline=baseline)[-1])["KL804"]
+    assert outcome.status == "not-applicable" and "host time" in outcome.reason
+
+
+def test_strict_timing_makes_an_unknown_timing_a_finding(tmp_path):
+    """Five candidate runs 1% slower, against a noisy 20-run baseline: for the GEMM and the total the interval
+    reaches both below and above the floor. Without --strict-timing that is a note and a warning (passed);
+    with it, a KL804 finding."""
+    from baseline_traces import fp8_linear_trace
+    from kernlint.pipeline import CheckRequest, run_check
+
+    baseline = build_baseline(profile_traces([load_trace(fp8_linear_trace(tmp_path / "b.json", runs=20, seed=1))]))
+    cand = load_trace(fp8_linear_trace(tmp_path / "c.json", runs=5, seed=3, slowdown={"*": 1.01}))
+    plain = run_check(CheckRequest(rules=RULES, tables=[cand], baseline=baseline)).reports[-1]
+    kl804 = _timing(plain)["KL804"]
+    assert kl804.status == "passed" and "unknown" in kl804.note and "more run(s)" in kl804.note
+    strict = run_check(CheckRequest(rules=RULES, tables=[cand], baseline=baseline, strict_timing=True)).reports[-1]
+    found = _timing(strict)["KL804"].findings
+    assert len(found) == 2 and all("unknown" in f.message and f.message.endswith("(--strict-timing)") for f in found)
+    assert all(f.details["runs_needed"] >= 1 for f in found)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github", "markdown", "sarif", "junit"])
+def test_an_unknown_timing_is_shown_in_every_format(tmp_path, fmt):
+    from baseline_traces import fp8_linear_trace
+    from kernlint.pipeline import CheckRequest, run_check
+    from kernlint.report import RenderContext, get_format
+
+    baseline = build_baseline(profile_traces([load_trace(fp8_linear_trace(tmp_path / "b.json", runs=20, seed=1))]))
+    cand = load_trace(fp8_linear_trace(tmp_path / "c.json", runs=5, seed=3, slowdown={"*": 1.01}))
+    result = run_check(CheckRequest(rules=RULES, tables=[cand], baseline=baseline))
+    assert result.exit_code == 0
+    rendered = get_format(fmt).renderer("check")(result, RenderContext())
+    if not isinstance(rendered, str):   # text: a rich renderable
+        from rich.console import Console
+
+        console = Console(width=400, record=True, file=open(tmp_path / "out.txt", "w"))
+        console.print(rendered)
+        rendered = console.export_text()
+    assert "unknown" in rendered and "more run(s)" in rendered, fmt
