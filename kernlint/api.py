@@ -71,6 +71,23 @@ class RuleViolation(AssertionError):
         super().__init__(f"{head}: {result.describe()}{kept}")
 
 
+class RuleNotApplicable(AssertionError):
+    """A rule the block asked for did not apply to it (no anchor, no scope, nothing of its kind): the check
+    could not have failed, so it proves nothing. `.result` is the CheckReport; `.rules` the ids."""
+
+    def __init__(self, result: CheckReport, rules: list[str], where: str | None = None):
+        self.result = result
+        self.rules = rules
+        head = f"kernlint check of the block at {where}" if where else "kernlint check"
+        reasons = []
+        for rule_id in rules:
+            outcome = next((o for r in result.reports for o in r.outcomes if o.rule == rule_id), None)
+            reasons.append(f"{rule_id} did not apply" + (f": {outcome.reason}" if outcome and outcome.reason else ""))
+        super().__init__(f"{head}: " + "; ".join(printable(r) for r in reasons)
+                         + " (the block never did what the rule checks; allow_not_applicable=True if that is "
+                           "expected)")
+
+
 @dataclass(repr=False)
 class CheckReport(CheckResult):
     """What a check found: a kernlint.rules.result.CheckResult (every output format renders it) plus the
@@ -331,7 +348,7 @@ class ProfiledBlock:
                  fail_on: str = "warning", builtin: bool = True, device: Any = None,
                  save_trace: str | os.PathLike | None = None, keep_trace: str = "always", fail: bool = False,
                  where: str | None = None, baseline: Any = None, program: str = "trace",
-                 keep_profile: bool = False):
+                 keep_profile: bool = False, require_applicable: Iterable[str] | bool = False):
         _check_fail_on(fail_on)
         if keep_trace not in KEEP_TRACE:
             raise ConfigError(None, f"keep_trace: {keep_trace!r} is not one of {', '.join(KEEP_TRACE)}")
@@ -340,6 +357,9 @@ class ProfiledBlock:
         self.baseline = _baseline_of(baseline)
         self.program = program
         self.keep_profile = keep_profile
+        # With fail=True: these rule ids (or names) must each apply to the block; True: at least one rule must.
+        self.require_applicable = require_applicable if isinstance(require_applicable, bool) else \
+            frozenset(require_applicable)
         self.profile = None                # the block's kernlint.baseline.ProgramProfile (keep_profile=True)
         self.fail_on = fail_on
         self.device = device
@@ -411,6 +431,15 @@ class ProfiledBlock:
         self._result = self._check_profile()
         if self.fail and not self._result.passed:
             raise RuleViolation(self._result, self.where, self.trace)
+        if self.fail and self.require_applicable:
+            status = {r.id: self._result.rule_status(r.id) for r in self._result.rules}
+            if self.require_applicable is True:   # a selection by prefix, family or ALL: one must apply
+                idle = sorted(status) if status and all(s == "not-applicable" for s in status.values()) else []
+            else:
+                idle = [r.id for r in self._result.rules if status[r.id] == "not-applicable"
+                        and (r.id in self.require_applicable or r.name in self.require_applicable)]
+            if idle:
+                raise RuleNotApplicable(self._result, idle, self.where)
         return False
 
     def _checked(self, table) -> CheckReport:

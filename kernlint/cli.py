@@ -20,11 +20,13 @@ command body as one `CheckOptions`, so that an option added to them reaches ever
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
 import shlex
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +37,7 @@ from rich.console import Console
 
 from kernlint._version import __version__
 from kernlint.config import SELECTION_KEYS, Config, described, param_name, parse_size, resolve_config
-from kernlint.errors import ConfigError, KernlintError, WorkloadError
+from kernlint.errors import ConfigError, KernlintError, TraceError, WorkloadError
 from kernlint.extras import require_capture
 from kernlint.fileio import write_text_atomically
 from kernlint.report.safe import printable
@@ -144,9 +146,10 @@ class _KernlintGroup(click.Group):
             except KernlintError as exc:   # a bad config file, read before the command's options
                 _error_line(exc.one_line())
                 sys.exit(exc.exit_code)
-            except _NO_ARGS_IS_HELP:
-                _error_line(f"missing command (one of {', '.join(sorted(self.commands))}); see kernlint --help")
-                sys.exit(EXIT_ERROR)
+            except _NO_ARGS_IS_HELP:   # `kernlint` alone: the help, as `kernlint --help` prints it
+                with click.Context(self, info_name=prog_name or "kernlint") as ctx:
+                    click.echo(self.get_help(ctx))
+                sys.exit(EXIT_CLEAN)
             except click.ClickException as exc:
                 _error_line(exc.format_message(), join_lines=True)
                 sys.exit(exc.exit_code if exc.exit_code else EXIT_ERROR)
@@ -305,6 +308,13 @@ _report_options = _options(
     click.option("--verbose", "-v", is_flag=True,
                  help="Text: add every trace's per-rule verdicts, reasons and notes; say on stderr which "
                       "config file applies."),
+    click.option("--source-root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+                 metavar="DIR", help="The checkout that recorded Python paths are mapped into (default: the git "
+                                     "checkout around the working directory): SARIF, GitHub and editors then "
+                                     "point at its files."),
+    click.option("--path-map", multiple=True, metavar="FROM=TO",
+                 help="Map recorded paths starting with FROM to TO before matching them against the checkout "
+                      "(a trace recorded in /workspace/vllm: --path-map /workspace/vllm/=) (repeatable)."),
 )
 _verdict_options = _options(
     click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), default="warning",
@@ -379,8 +389,21 @@ _suppression_options = _options(
                  help="Remove from the suppressions file what no longer occurs."),
 )
 # Every option of `check` and `run` (and of what checks traces next).
-_check_options = _options(_selection_options, _baseline_options, _report_options, _verdict_options,
-                          _parallel_options, _config_options, _debug_option)
+def _extra_output_options(f):
+    """`--sarif-output FILE`, `--junit-output FILE`, ... (every format of the registry): more outputs of the same
+    check, beside --format, from one reading of the traces (semgrep's --sarif-output)."""
+    from kernlint.report import format_names
+
+    for name in reversed(format_names()):
+        f = click.option(f"--{name}-output", f"output_{name}", type=click.Path(dir_okay=False, path_type=Path),
+                         default=None, metavar="FILE",
+                         help=f"Also write the {name} report to FILE." if name == "text" else
+                         f"Also write the {name} report to FILE (the same check, read once).")(f)
+    return f
+
+
+_check_options = _options(_selection_options, _baseline_options, _report_options, _extra_output_options,
+                          _verdict_options, _parallel_options, _config_options, _debug_option)
 _repeat_option = click.option(
     "--repeat", type=click.IntRange(1, 10_000), default=1, show_default=True,
     help="Profiled runs of the workload, each a ProfilerStep of the trace. Timing against a baseline needs "
@@ -467,8 +490,32 @@ def _rendered(result, options: CheckOptions) -> object:
     return get_format(options.fmt).renderer(what)(result, RenderContext(verbosity=options.verbosity))
 
 
+@contextlib.contextmanager
+def _stdin_as_file(traces, limit: int):
+    """`-` among the traces: standard input, read once (bounded) into a temporary trace file."""
+    if not any(str(t) == "-" for t in traces):
+        yield list(traces), []
+        return
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise TraceError("-", f"standard input: more than --max-trace-bytes ({limit} bytes); not checked")
+    if not data:
+        raise TraceError("-", "standard input is empty: no trace to check")
+    with tempfile.TemporaryDirectory(prefix="kernlint-stdin-") as tmp:
+        name = "stdin.pt.trace.json.gz" if data[:2] == b"\x1f\x8b" else "stdin.pt.trace.json"
+        path = Path(tmp) / name
+        path.write_bytes(data)
+        yield [path if str(t) == "-" else t for t in traces], [f"Trace: read from standard input ({path})"]
+
+
 def _run_check(traces, options: CheckOptions, notes=()) -> int:
     """Options -> the one check (kernlint.pipeline) -> the chosen format."""
+    limit = options.max_trace_bytes or _max_trace_bytes_default()
+    with _stdin_as_file(traces, limit) as (paths, more_notes):
+        return _check_paths(paths, options, [*notes, *more_notes])
+
+
+def _check_paths(traces, options: CheckOptions, notes=()) -> int:
     from kernlint.parallel import resolve_jobs
     from kernlint.pipeline import CheckRequest, run_check
 
@@ -479,6 +526,9 @@ def _run_check(traces, options: CheckOptions, notes=()) -> int:
 
     chosen = get_format(options.fmt)   # a format that cannot render this is refused before the work
     chosen.renderer("statistics" if options.statistics else "check")
+    extra = {k[len("output_"):]: v for k, v in options.extra.items() if k.startswith("output_") and v is not None}
+    renderers = {name: get_format(name).renderer("check") for name in extra}
+    needs_tables = chosen.needs_tables or any(get_format(name).needs_tables for name in extra)
     request = CheckRequest(
         rules=_selected_rules(options, config),
         baseline_hint="add --baseline FILE (record one with `kernlint baseline record`)",
@@ -489,9 +539,22 @@ def _run_check(traces, options: CheckOptions, notes=()) -> int:
         strict_timing=options.strict_timing, thresholds=config.thresholds,
         fail_on=options.fail_on, allow_incomplete=options.allow_incomplete, exit_zero=options.exit_zero,
         jobs=resolve_jobs(options.jobs), backend=options.backend, scheduler=options.scheduler,
-        keep_tables=chosen.needs_tables,   # html's timelines draw from every trace's events
+        keep_tables=needs_tables,   # html's timelines draw from every trace's events
         notes=list(notes), suppress=lambda reports, chosen: _suppressed(reports, chosen, options, config))
     result = run_check(request)
+    from kernlint.report import RenderContext
+
+    if any(f.source for f in result.findings):   # recorded paths -> the checkout's files
+        from kernlint.report.sources import source_map, with_mapped_sources
+
+        pairs = [tuple(m.split("=", 1)) for m in options.extra.get("path_map", ())]
+        bad = [m for m in options.extra.get("path_map", ()) if "=" not in m]
+        if bad:
+            raise ConfigError(None, f"--path-map {bad[0]!r}: expected FROM=TO")
+        result = with_mapped_sources(result, source_map(options.extra.get("source_root"), pairs))
+
+    for name, path in extra.items():   # the extra outputs first: the main one may be stdout
+        _emit(renderers[name](result, RenderContext(verbosity=options.verbosity)), path)
     _emit(_rendered(result, options), options.output)
     return result.exit_code
 
@@ -616,7 +679,7 @@ def explain(rule_id, schema, rule_paths, no_builtin, config_file, isolated, debu
     """Print a rule's documentation (What it does / Why is this bad? / Example / Use instead / References),
     or with --schema the rule-language reference. RULE_ID is an id or a name, in any case."""
     def body() -> int:
-        from kernlint.rules.families import family_of, zoo_cases
+        from kernlint.rules.docs import rule_markdown
         from kernlint.rules.loader import rule_language_reference
 
         if schema:
@@ -629,18 +692,7 @@ def explain(rule_id, schema, rule_paths, no_builtin, config_file, isolated, debu
         rule = rules.get(rule_id.upper()) or by_name.get(rule_id.lower())
         if rule is None:
             raise ConfigError(None, f"no rule {rule_id!r} (known: {', '.join(sorted(rules))})")
-        d = rule.spec.docs
-        lines = [f"# {rule.id} {rule.name} ({rule.severity})", "", rule.spec.summary, "",
-                 "## What it does", d.what_it_does.strip(), "",
-                 "## Why is this bad?", d.why_is_this_bad.strip(), "",
-                 "## Example", "```python", d.example.strip(), "```", "",
-                 "## Use instead", "```python", d.use_instead.strip(), "```", "",
-                 "## References", *[f"- {ref}" for ref in d.references]]
-        family = family_of(rule.spec.tags)
-        cases = zoo_cases(rule.spec.tags)
-        lines[1:1] = [f"Family: {family.label}",
-                      f"Zoo cases: {', '.join(map(str, cases))} (zoo.md)" if cases else "Zoo cases: none"]
-        click.echo("\n".join(lines))
+        click.echo(rule_markdown(rule), nl=False)
         return EXIT_CLEAN
 
     _guarded(body, debug)

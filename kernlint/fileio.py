@@ -10,6 +10,10 @@ import tempfile
 import threading
 from pathlib import Path
 
+# The run metadata `kernlint run` / `audit` write beside each trace (`<worker>.<ms>.run.json`): known files,
+# never a trace, never "skipped".
+RUN_METADATA_SUFFIX = ".run.json"
+
 # Signals that end a write early: the temporary file is removed before the process goes.
 _CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
 _CHUNK = 1 << 20

@@ -40,6 +40,7 @@ class KernlintOptions:
 
     rule_paths: tuple[Path, ...] = ()
     select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()        # the project config's `ignore`
     trace_dir: Path | None = None
     baseline: Path | None = None
     record_baseline: Path | None = None
@@ -62,6 +63,8 @@ class KernlintOptions:
 
 _OPTIONS_KEY = pytest.StashKey[KernlintOptions]()
 _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+# A selector naming one rule: its id (KL001) or its kebab-case name (fill-before-block-quant).
+_EXACT_RULE = re.compile(r"^(?:[A-Z]+\d{3}|[a-z0-9]+(?:-[a-z0-9]+)+)$")
 _MAX_NAME = 120
 
 
@@ -122,8 +125,29 @@ def pytest_configure(config: pytest.Config) -> None:
     record_path = Path(record).expanduser().resolve() if record else None
     if record_path is not None and record_path.is_dir():
         raise pytest.UsageError(f"--kernlint-record-baseline {record}: is a folder")
-    config.stash[_OPTIONS_KEY] = KernlintOptions(rule_paths=rule_paths, select=select, trace_dir=trace_path,
-                                                 baseline=baseline_path, record_baseline=record_path)
+    config.addinivalue_line("markers", "kernlint(rules=None, *, select=(), ignore=(), fail_on='warning', "
+                                       "allow_not_applicable=False): defaults of the test's kernlint_check blocks")
+    project_rules, project_select, project_ignore = _project_config(config)
+    config.stash[_OPTIONS_KEY] = KernlintOptions(rule_paths=(*project_rules, *rule_paths),
+                                                 select=select or project_select, ignore=project_ignore,
+                                                 trace_dir=trace_path, baseline=baseline_path,
+                                                 record_baseline=record_path)
+
+
+def _project_config(config: pytest.Config) -> tuple[tuple[Path, ...], tuple[str, ...], tuple[str, ...]]:
+    """The project's kernlint.toml / [tool.kernlint] (found upward from pytest's rootdir, as `kernlint check`
+    finds it from the working directory): its extra rule files, `select` and `ignore`. A bad file is a usage
+    error of the session, before any test runs."""
+    from kernlint.config import resolve_config
+    from kernlint.errors import KernlintError
+
+    try:
+        found = resolve_config(cwd=Path(config.rootpath))
+    except KernlintError as exc:
+        raise pytest.UsageError(f"kernlint config: {exc}") from None
+    values = found.values
+    return (tuple(Path(p) for p in values.get("rules", ()) or ()), tuple(values.get("select", ()) or ()),
+            tuple(values.get("ignore", ()) or ()))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -158,8 +182,14 @@ def _trace_name(nodeid: str, n: int) -> str:
 
 @pytest.fixture
 def kernlint_check(request: pytest.FixtureRequest):
-    """`with kernlint_check(rules=None, *, select=(), ignore=(), fail_on="warning", fail=True, device=None)
-    as run:` profiles the block and checks its trace (kernlint.api.ProfiledBlock).
+    """`with kernlint_check(rules=None, *, select=(), ignore=(), fail_on="warning", fail=True, device=None,
+    allow_not_applicable=False) as run:` profiles the block and checks its trace (kernlint.api.ProfiledBlock).
+
+    A rule the test names that does not apply to the block (no anchor, no scope, nothing of its kind) fails
+    the test (kernlint.api.RuleNotApplicable), unless `allow_not_applicable=True`. The test's
+    `@pytest.mark.kernlint(rules=..., select=..., ignore=..., fail_on=..., allow_not_applicable=...)` gives the
+    defaults of its blocks; the project's kernlint.toml / [tool.kernlint] gives extra rule files, and its
+    select / ignore apply when the test names no rules.
 
     When the block ends and the check did not pass, the test fails with kernlint.RuleViolation (an
     AssertionError) naming each finding: rule, message, source file:line. `fail=False` keeps the test going;
@@ -171,12 +201,27 @@ def kernlint_check(request: pytest.FixtureRequest):
 
     options = kernlint_options(request.config)
 
+    marker = request.node.get_closest_marker("kernlint")
+    defaults = dict(marker.kwargs) if marker is not None else {}
+    if marker is not None and marker.args:
+        defaults.setdefault("rules", marker.args[0])
+
     def start(rules: Any = None, *, select: Iterable[str] = (), ignore: Iterable[str] = (),
-              fail_on: str = "warning", fail: bool = True, device: Any = None) -> ProfiledBlock:
+              fail_on: str | None = None, fail: bool = True, device: Any = None,
+              allow_not_applicable: bool | None = None) -> ProfiledBlock:
+        rules = defaults.get("rules") if rules is None else rules
+        select = select or defaults.get("select", ())
+        ignore = ignore or defaults.get("ignore", ())
+        fail_on = fail_on or defaults.get("fail_on", "warning")
+        if allow_not_applicable is None:
+            allow_not_applicable = bool(defaults.get("allow_not_applicable", False))
         paths, selectors = split_rules(rules)
         select = [select] if isinstance(select, str) else list(select)
-        if not selectors and not select:
+        ignore = [ignore] if isinstance(ignore, str) else list(ignore)
+        named = bool(selectors or select)
+        if not named:
             select = list(options.select)
+            ignore = [*options.ignore, *ignore]
         save_trace = None
         n = options.blocks_per_test.get(request.node.nodeid, 0) + 1
         options.blocks_per_test[request.node.nodeid] = n
@@ -186,7 +231,11 @@ def kernlint_check(request: pytest.FixtureRequest):
         block = ProfiledBlock([*options.rule_paths, *paths, *selectors], select=select, ignore=ignore,
                               fail_on=fail_on, device=device, save_trace=save_trace, keep_trace="failed",
                               fail=fail, baseline=options.baseline_data(), program=program,
-                              keep_profile=options.record_baseline is not None)
+                              keep_profile=options.record_baseline is not None,
+                              # The rules a test names must apply to its block: a check that cannot fail
+                              # proves nothing. Named by id or name: each; by prefix, family or ALL: one.
+                              require_applicable=False if not named or allow_not_applicable else
+                              ([s for s in [*selectors, *select] if _EXACT_RULE.match(s)] or True))
         if options.record_baseline is not None:
             recorded.append(block)
         return block

@@ -136,19 +136,19 @@ def test_explain_schema_prints_the_rule_language_reference():
 
 
 def test_a_folder_check_lists_what_it_skipped_and_the_run_groups(tmp_path):
-    """The real HTA two-rank folder, plus a run-metadata JSON and a README: both traces are found (their
+    """The real HTA two-rank folder, plus a JSON of notes: both traces are found (their
     names are not *.pt.trace.json), the others are listed as skipped, and the group says 126 ranks are
     missing."""
     import shutil
 
     folder = tmp_path / "run"
     shutil.copytree(FIXTURES / "external" / "hta__trace_filter_2rank", folder)
-    (folder / "rank0.run.json").write_text(json.dumps({"torch": "2.11"}))
+    (folder / "rank0.notes.json").write_text(json.dumps({"torch": "2.11"}))
     result = run("check", folder, "--format", "json")
     data = json.loads(result.output)
     assert sorted(t["path"].rsplit("/", 1)[-1] for t in data["traces"] if not t["ranks"]) == [
         "trace_filter__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"]
-    assert [s["path"].rsplit("/", 1)[-1] for s in data["skipped"]] == ["rank0.run.json"]
+    assert [s["path"].rsplit("/", 1)[-1] for s in data["skipped"]] == ["rank0.notes.json"]
     # these HTA traces were recorded without with_stack (no python_function event): no finding can name a
     # source line, and none pretends to
     assert all(not python_frames(folder / name) for name in ("trace_filter__sampled_rank-0.json.gz",
@@ -158,8 +158,8 @@ def test_a_folder_check_lists_what_it_skipped_and_the_run_groups(tmp_path):
     assert group["ranks"] == [0, 1]
     assert any("126 of 128 ranks missing" in n for n in group["notes"])
     text = run("check", "-v", folder).output
-    assert "Skipped 1 file(s)" in text and "rank0.run.json" in text and "126 of 128 ranks missing" in text
+    assert "Skipped 1 file(s)" in text and "rank0.notes.json" in text and "126 of 128 ranks missing" in text
     # without -v: the findings and the summary, not the notes nor the list of skipped files
     short = run("check", folder).output
-    assert "KL004 host-sync-on-some-ranks" in short and "rank0.run.json" not in short
+    assert "KL004 host-sync-on-some-ranks" in short and "rank0.notes.json" not in short
     assert short.rstrip().splitlines()[-1].startswith(f"Found {len(data['findings'])} finding(s)")

@@ -94,7 +94,6 @@ def test_what_is_passed_over_is_listed_with_a_reason(tmp_path):
     assert _names(found.files, logs) == ["rank-0.json.gz"]
     reasons = {s.path.relative_to(logs).as_posix(): s.reason for s in found.skipped}
     assert reasons == {
-        "host_1.123.run.json": "not a kineto trace (JSON without traceEvents)",
         "random.json": "not a kineto trace (JSON without traceEvents)",
         "numbers.json": "not a kineto trace (JSON array without trace events)",
         "empty.json": "empty file",
@@ -107,7 +106,7 @@ def test_what_is_passed_over_is_listed_with_a_reason(tmp_path):
     }
     assert reasons["broken.json.gz"].startswith("not a valid gzip file")
     assert all("\n" not in r for r in reasons.values())
-    assert found.ignored_count == 1  # image.png
+    assert found.ignored_count == 2  # image.png, and kernlint's own run metadata host_1.123.run.json
 
 
 def test_unreadable_files_and_folders_are_listed_not_dropped(tmp_path, monkeypatch):

@@ -203,6 +203,12 @@ def test_op_names(name, category):
     ("<built-in method apply of FunctionMeta object at 0x7f>", True),
     ("vllm/model_executor/layers/quantization/utils/fp8_utils.py(129): apply_w8a8_block_fp8_linear", False),
     ("fixtures/programs/functional_clean.py(35): fp8_linear", False),
+    # kernlint's own driving code is never the user's scope (`kernlint run file.py:step` once blamed cli.py)
+    ("/venv/lib/python3.11/site-packages/kernlint/cli.py(142): main", True),
+    ("kernlint/capture/runner.py(80): capture", True),
+    ("kernlint/api.py(401): __exit__", True),
+    ("kernlint/reference/linear.py(120): forward", False),      # the reference kernels are profiled code
+    ("kernlint/workloads/fp8.py(30): step", False),
 ])
 def test_library_frames(frame, library):
     assert is_library_frame(frame) is library

@@ -260,3 +260,64 @@ def test_layer(kernlint_check):
     result = project.runpytest()
     result.assert_outcomes(failed=1)
     assert "compare with a baseline" in result.stdout.str()
+
+
+def test_a_named_rule_that_never_applied_fails_the_test(project):
+    """A block that never quantizes cannot break KL001: its passing would prove nothing, so it fails, unless
+    the test says that is expected."""
+    project.makepyfile(test_layer='''
+import torch
+
+
+def test_never_quantizes(kernlint_check):
+    with kernlint_check(rules=["KL001"]):
+        torch.ones(4) + 1
+
+
+def test_expected(kernlint_check):
+    with kernlint_check(rules=["KL001"], allow_not_applicable=True) as run:
+        torch.ones(4) + 1
+    assert run.result.rule_status("KL001") == "not-applicable"
+''')
+    result = project.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "FAILED test_layer.py::test_never_quantizes" in out and "RuleNotApplicable" in out
+    assert "KL001 did not apply" in out and "allow_not_applicable=True" in out
+
+
+def test_the_kernlint_marker_gives_the_blocks_their_rules(project):
+    project.makepyfile(test_layer='''
+import pytest
+from workload import X, quantize_with_placeholder_scale
+
+
+@pytest.mark.kernlint(rules=["KL002"], allow_not_applicable=True)
+def test_marked(kernlint_check):
+    with kernlint_check() as run:
+        quantize_with_placeholder_scale(X)
+    assert [r.id for r in run.result.rules] == ["KL002"]
+
+
+@pytest.mark.kernlint(rules=["KL001"])
+def test_marked_regressed(kernlint_check):
+    with kernlint_check():
+        quantize_with_placeholder_scale(X)
+''')
+    result = project.runpytest("--strict-markers")
+    result.assert_outcomes(passed=1, failed=1)
+    assert "KL001 fill-before-block-quant" in result.stdout.str()
+
+
+def test_the_project_config_selects_when_the_test_names_no_rules(project):
+    project.makefile(".toml", kernlint='select = ["KL002"]\n')
+    project.makepyfile(test_layer='''
+from workload import X, quantize_with_placeholder_scale
+
+
+def test_block(kernlint_check):
+    with kernlint_check() as run:
+        quantize_with_placeholder_scale(X)
+    assert [r.id for r in run.result.rules] == ["KL002"]
+''')
+    project.runpytest().assert_outcomes(passed=1)

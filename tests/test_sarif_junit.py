@@ -33,7 +33,8 @@ CLEAN = "fixtures/traces/gpu/block_clean.pt.trace.json.gz"               # KL001
 NO_STACKS = "fixtures/external/hta__trace_filter_2rank"                  # HTA's 2 ranks: KL004 fails, no stacks
 # The cross-rank sync rule alone: the zoo rules find more on this trace (syncs in hot scopes), not needed here.
 ONLY_KL004 = ("--select", "KL004")
-LAUNCH_FILE, LAUNCH_LINE = "regressed/fp8_linear_new_ones.py", 17
+# The recorded path (regressed/...: relative to the sys.path entry) mapped to the repository's file.
+LAUNCH_FILE, LAUNCH_LINE = "fixtures/regressed/fp8_linear_new_ones.py", 17
 
 # Control characters (C0 with newline, DEL, C1), line separators, bidi controls, lone surrogates.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -191,7 +192,7 @@ def test_sarif_of_a_trace_with_stacks_points_at_the_launching_line():
         assert result["level"] == "error"
         assert result["partialFingerprints"] == {"kernlintFingerprint/v1": f["fingerprint"]}
         (location,) = result["locations"]
-        assert location["physicalLocation"] == {"artifactLocation": {"uri": LAUNCH_FILE},
+        assert location["physicalLocation"] == {"artifactLocation": {"uri": LAUNCH_FILE, "uriBaseId": "%SRCROOT%"},
                                                 "region": {"startLine": LAUNCH_LINE}}
         assert {"name": f["scope"], "kind": "scope"} in location["logicalLocations"]
         assert f["message"] in result["message"]["text"] and f["scope"] in result["message"]["text"]
@@ -214,7 +215,7 @@ def test_sarif_of_a_trace_without_stacks_points_at_the_trace():
         assert result["ruleId"] == f["rule"] == "KL004"
         (location,) = result["locations"]
         # the trace file the finding is in, and no line: a trace has none
-        assert location["physicalLocation"] == {"artifactLocation": {"uri": f["trace"]}}
+        assert location["physicalLocation"] == {"artifactLocation": {"uri": f["trace"], "uriBaseId": "%SRCROOT%"}}
         assert f["trace"].startswith(NO_STACKS + "/")
         assert result["properties"]["rank"] == f["rank"] and "source" not in result["properties"]
 
@@ -297,10 +298,11 @@ def test_sarif_is_safe_and_locates_odd_paths():
     assert "fill\\x1b]0;pwned\\x07\\nforged\\u202e\ufffd" in hostile_result["message"]["text"]
     assert "deviceTimeUs" not in hostile_result["properties"] and "NaN" not in out
     assert {scope: r["locations"][0]["physicalLocation"] for scope, r in by_scope.items()} == {
-        "module X\\x1b[2J": {"artifactLocation": {"uri": "a%3Ab/c%20d.py"}, "region": {"startLine": 9}},
+        "module X\\x1b[2J": {"artifactLocation": {"uri": "a%3Ab/c%20d.py", "uriBaseId": "%SRCROOT%"},
+                             "region": {"startLine": 9}},
         "module Y": {"artifactLocation": {"uri": "file:///abs/pkg/x.py"}, "region": {"startLine": 3}},
-        "module Z": {"artifactLocation": {"uri": "run%20dir/rank0.json"}},     # no stacks: the trace
-        "module W": {"artifactLocation": {"uri": "run/rank0.json"}},           # not a file:line
+        "module Z": {"artifactLocation": {"uri": "run%20dir/rank0.json", "uriBaseId": "%SRCROOT%"}},   # the trace
+        "module W": {"artifactLocation": {"uri": "run/rank0.json", "uriBaseId": "%SRCROOT%"}},  # not file:line
     }
 
 

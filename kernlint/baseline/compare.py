@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import shlex
 from dataclasses import dataclass, field
 
 from kernlint.baseline.model import Baseline, Launch, ProgramProfile
@@ -185,7 +186,9 @@ def _pairs(baseline: Baseline, candidate: dict[str, ProgramProfile]) -> tuple[li
     """Which candidate program meets which baseline program: by name, or the only one meets the only one."""
     if len(baseline.programs) == 1 and len(candidate) == 1:
         (b,), (c,) = baseline.programs, candidate
-        return [(c, b)], ([] if b == c else [f"the candidate's program {c!r} is compared with the baseline's {b!r}"])
+        # "trace" is the name of an unnamed program (a trace with no rank): nothing to warn about.
+        same = b == c or c == "trace"
+        return [(c, b)], ([] if same else [f"the candidate's program {c!r} is compared with the baseline's {b!r}"])
     pairs = [(c, c) for c in candidate if c in baseline.programs]
     notes = [f"{c!r} is not in the baseline: not compared" for c in candidate if c not in baseline.programs]
     notes += [f"the baseline's {b!r} is not among the checked traces" for b in baseline.programs if b not in candidate]
@@ -210,4 +213,17 @@ def compare(baseline: Baseline, candidate: dict[str, ProgramProfile], *, baselin
             notes.append(f"{name}: {program.other_sequences} run(s) launched another sequence than the other "
                          f"{program.runs} (data-dependent dispatch): not timed")
     return BaselineComparison(baseline_path, programs, notes, list(environment_warnings or []), strict_env,
-                              baseline.refresh_command, limits, strict_timing)
+                              _refresh(baseline, candidate, baseline_path), limits, strict_timing)
+
+
+def _refresh(baseline: Baseline, candidate: dict[str, ProgramProfile], baseline_path: str) -> str:
+    """How to accept the candidate: a baseline recorded by profiling a workload is recorded the same way
+    again (that profiles the new code); one recorded from traces is recorded from the candidate's traces
+    (recording the old traces again would keep the old behavior)."""
+    command = baseline.refresh_command
+    if "--workload" in command.split():
+        return command
+    traces = sorted({t for p in candidate.values() for t in p.traces})
+    if not traces or not baseline_path:
+        return command
+    return shlex.join(["kernlint", "baseline", "record", *traces, "-o", baseline_path])

@@ -19,7 +19,7 @@ from typing import Any
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.capture.profiler import record_trace
 from kernlint.errors import ConfigError, KernlintError, WorkloadError
-from kernlint.fileio import write_text_atomically
+from kernlint.fileio import RUN_METADATA_SUFFIX, write_text_atomically
 
 _NEW_FOLDER_ATTEMPTS = 20
 
@@ -93,7 +93,7 @@ def capture(step: Callable[[], object], out_dir: str | os.PathLike, run_name: st
     meta = collect_run_metadata(device)
     meta.update({"run": run_name, "run_dir": folder.name, "trace": trace_path.name, "capture_seconds": wall,
                  **(extra or {})})
-    meta_path = folder / f"{worker}.{stamp}.run.json"
+    meta_path = folder / f"{worker}.{stamp}{RUN_METADATA_SUFFIX}"
     write_text_atomically(meta_path, json.dumps(meta, indent=2, default=str))
     return Capture(trace=trace_path, metadata=meta_path, wall_seconds=wall, run_dir=folder,
                    profiler_log=tuple(log))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kernlint.report import RenderContext
 from kernlint.report.safe import printable
-from kernlint.rules.result import CheckResult, clean_finding, sorted_findings
+from kernlint.rules.result import CheckResult, clean_finding, sorted_findings, timing_warnings
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -39,7 +39,6 @@ def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
                          + _data(f"{rule.id} could not be fully checked: the traces are damaged (see the report)"))
     for path, reason in result.unreadable:
         lines.append(f"::warning file={_property(path)}::{_data('could not be read: ' + reason)}")
-    for report in result.reports:   # a baseline comparison's warnings (unknown timings, another GPU)
-        if report.subject == "baseline":
-            lines += [f"::warning title=kernlint baseline::{_data(w)}" for w in report.warnings]
+    # A baseline comparison's timing warnings (unknown timings, another GPU).
+    lines += [f"::warning title=kernlint baseline::{_data(w)}" for w in timing_warnings(result)]
     return "\n".join(lines) + ("\n" if lines else "")

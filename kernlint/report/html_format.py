@@ -28,6 +28,9 @@ BAR_HEIGHT = 16
 ALLOC_HEIGHT = 160
 
 
+_CHAR_PX = 6.2   # the width of one character of a bar label (10 px monospace)
+
+
 @dataclass
 class SvgBar:
     x: float
@@ -38,6 +41,7 @@ class SvgBar:
     tooltip: str
     rank: int | None
     mark: str                 # "", "offending", "anchor", "divergent"
+    label: str = ""           # the name, cut to what fits on the bar ("" when too narrow)
 
 
 @dataclass
@@ -87,8 +91,12 @@ def layout_timeline(timeline: Timeline, tid: str) -> SvgTimeline:
         if bar.detail:
             tooltip += f"\n{bar.detail}"
         mark = next((m for m in ("offending", "divergent", "anchor") if m in bar.marks), "")
-        bars.append(SvgBar(round(x, 2), round(y, 2), round(w, 2), _classes(bar), bar.name, printable(tooltip),
-                           bar.rank, mark))
+        # One printable line each: the tooltip keeps real line breaks, never a literal "\n".
+        tip = "\n".join(printable(line) for line in tooltip.split("\n"))
+        fits = int((w - 4) / _CHAR_PX)
+        label = "" if fits < 4 else (bar.name if len(bar.name) <= fits else bar.name[:fits - 1] + "…")
+        bars.append(SvgBar(round(x, 2), round(y, 2), round(w, 2), _classes(bar), bar.name, tip, bar.rank, mark,
+                           printable(label)))
         if mark:
             text = {"offending": "▼ offending", "divergent": "▼ divergent", "anchor": "▼ anchor"}[mark]
             # Labels of marks close together are stacked, not drawn over each other.

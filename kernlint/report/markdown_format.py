@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kernlint.report import RenderContext
 from kernlint.report.safe import cost_text, printable
-from kernlint.rules.result import CheckResult, clean_finding, sorted_findings
+from kernlint.rules.result import CheckResult, clean_finding, sorted_findings, timing_warnings
 
 _ICON = {"failed": "failed", "passed": "passed", "incomplete": "incomplete", "not-applicable": "not applicable"}
 
@@ -29,7 +29,7 @@ def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
             out.append(f"| {_cell(f.rule)} | {_cell(f.severity)} | {_cell(f.message)} | {_cell(f.source or '')} | "
                        f"{_cell(f.scope)} | {_cell(cost)} | "
                        f"{_cell(f.trace)}{' rank ' + str(f.rank) if f.rank is not None else ''} |")
-    baseline_warnings = [w for r in result.reports if r.subject == "baseline" for w in r.warnings]
+    baseline_warnings = timing_warnings(result)
     if baseline_warnings:   # what a baseline comparison must show even when nothing failed (unknown timings)
         out += [""] + [f"- baseline: {_cell(w)}" for w in baseline_warnings]
     if result.unreadable:

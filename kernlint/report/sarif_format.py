@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from urllib.parse import quote
 
 from kernlint._version import __version__
 from kernlint.report import RenderContext
 from kernlint.report.safe import cost_text, finite_number, json_safe, present, printable
-from kernlint.rules.result import CheckResult, clean_finding, sorted_findings
+from kernlint.rules.docs import RULE_PAGES, reference_line
+from kernlint.rules.result import CheckResult, clean_finding, sorted_findings, timing_warnings
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -78,7 +80,7 @@ def _help(rule) -> dict:
     d = rule.spec.docs
     sections = [("What it does", d.what_it_does), ("Why is this bad?", d.why_is_this_bad),
                 ("Example", d.example), ("Use instead", d.use_instead)]
-    references = [_line(r) for r in d.references]
+    references = [_line(reference_line(r)) for r in d.references]
     text = [f"{_line(rule.id)} {_line(rule.name)} ({_line(rule.severity)})", "", _block(rule.spec.summary.strip())]
     markdown = [_block(rule.spec.summary.strip())]
     for heading, body in sections:
@@ -93,9 +95,13 @@ def _help(rule) -> dict:
 
 def _descriptor(rule) -> dict:
     tags = list(dict.fromkeys(_line(t) for t in rule.spec.tags))   # unique, in the rule file's order
+    home = _information_uri()
+    page = {"helpUri": f"{home.rstrip('/')}/blob/main/{RULE_PAGES}/{rule.id}.md"} if home and \
+        rule.spec.docs.what_it_does and _is_builtin(rule) else {}
     return {
         "id": _line(rule.id),
         "name": _line(rule.name),
+        **page,
         "shortDescription": {"text": _line(rule.spec.summary.strip())},
         "fullDescription": {"text": _block(rule.spec.docs.what_it_does.strip())},
         "help": _help(rule),
@@ -108,6 +114,19 @@ def _descriptor(rule) -> dict:
 
 
 
+
+
+def _is_builtin(rule) -> bool:
+    """A shipped rule: its page is in the repository (a project's own rule files have none there)."""
+    from kernlint.rules.loader import builtin_rule_files
+
+    shipped = _SHIPPED.get("ids")
+    if shipped is None:
+        shipped = _SHIPPED["ids"] = {Path(f.name).stem for f in builtin_rule_files()}
+    return rule.id in shipped
+
+
+_SHIPPED: dict = {}
 
 
 def _whole(value) -> int | None:
@@ -126,14 +145,20 @@ def _message(f) -> str:
     return _line(f"{f.message} [{'; '.join(where)}]")
 
 
+def _artifact_location(path: str) -> dict:
+    """A relative path is relative to the checkout (%SRCROOT%), where code scanning finds the PR's files."""
+    uri = _uri(path)
+    return {"uri": uri} if "://" in uri else {"uri": uri, "uriBaseId": "%SRCROOT%"}
+
+
 def _artifact(path: str) -> dict:
-    return {"artifactLocation": {"uri": _uri(path)}}
+    return {"artifactLocation": _artifact_location(path)}
 
 
 def _location(f) -> dict:
     at = _source_location(f.source)
     if at is not None:
-        physical = {"artifactLocation": {"uri": _uri(at[0])}, "region": {"startLine": at[1]}}
+        physical = {"artifactLocation": _artifact_location(at[0]), "region": {"startLine": at[1]}}
     else:
         physical = _artifact(f.trace)
     logical = [{"name": _line(f.scope), "kind": "scope"}] if f.scope else []
@@ -205,9 +230,8 @@ def _notifications(result: CheckResult, rule_index: dict[str, int]) -> list[dict
                       "locations": [{"physicalLocation": _artifact(path)}]})
     for note in result.notes:
         found.append({"level": "note", "message": {"text": _line(note)}})
-    for report in result.reports:   # a baseline comparison's warnings (unknown timings, another GPU)
-        if report.subject == "baseline":
-            found += [{"level": "warning", "message": {"text": _line(w)}} for w in report.warnings]
+    # A baseline comparison's timing warnings (unknown timings, another GPU).
+    found += [{"level": "warning", "message": {"text": _line(w)}} for w in timing_warnings(result)]
     return found
 
 

@@ -173,6 +173,7 @@ class ReportView:
     notes: list[str]
     counts: dict[str, int]
     workloads: list[dict[str, Any]] | None = None    # an audit's workloads and their verdicts
+    gate: str = ""                                   # what the exit code means, as the gate decides it
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
@@ -502,7 +503,13 @@ def build_report_view(result: CheckResult, tables: list[EventTable], *, title: s
         cross_rank=cross,
         baseline=[row for r in baseline_reports for row in _baseline_rows(r)] if baseline_reports else None,
         baseline_warnings=[w for r in baseline_reports for w in r.warnings],
-        metadata=_metadata(tables, metadata), notes=list(result.notes), counts=dict(counts))
+        metadata=_metadata(tables, metadata), notes=list(result.notes), counts=dict(counts),
+        gate=_GATE.get(result.exit_code, "see the exit codes in the README"))
+
+
+# What `kernlint check` exits with, in the words of the gate that reads it.
+_GATE = {0: "passes: no finding at or above --fail-on, everything checked",
+         1: "fails: findings at or above --fail-on", 4: "incomplete: something could not be fully checked"}
 
 
 def _one_per_rank(tables: list[EventTable], report: TraceReport) -> list[EventTable]:
@@ -534,6 +541,8 @@ def audit_report_view(run) -> ReportView:
     rules = [r for r in run.rules if run.baseline_report is not None or not r.needs_baseline]
     result = CheckResult(reports=reports, rules=rules, exit_code=0 if run.all_as_expected else 1)
     view = build_report_view(result, tables, title=f"kernlint audit on {run.device}", metadata=run.metadata)
+    view.gate = ("every workload got the verdicts it must get: the regressed ones are caught" if run.all_as_expected
+                 else "a workload did not get the verdicts it must get")
     view.workloads = [{"name": v.workload.name, "kind": "regressed" if v.workload.regressed else "fixed",
                        "ranks": v.ranks, "expected": ", ".join(f"{r} {s}" for r, s in v.workload.expect.items()),
                        "actual": ", ".join(f"{o.rule} {o.status}" for o in (v.report.outcomes if v.report else [])

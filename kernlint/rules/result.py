@@ -209,6 +209,12 @@ def exit_status(reports: Iterable[TraceReport], fail_on: str = "warning", *, all
     return EXIT_CLEAN
 
 
+def timing_warnings(result) -> list[str]:
+    """The baseline comparisons' timing warnings (unknown timings, another or a throttled GPU): what every
+    format shows even when nothing failed. Per-program notes ("not timed: ...") stay in the full reports."""
+    return [w for r in result.reports if r.subject == "baseline" for w in r.warnings if w.startswith("timing")]
+
+
 def is_missing(value: object) -> bool:
     """None, a float NaN, or pandas' NA / NaT (told by type name, so pandas need not be imported)."""
     if value is None:

@@ -30,6 +30,7 @@ from pathlib import Path
 import msgspec
 
 from kernlint.errors import TraceError
+from kernlint.fileio import RUN_METADATA_SUFFIX
 from kernlint.trace import names
 from kernlint.trace.graphs import attribute_replays
 from kernlint.trace.schema import RawTrace
@@ -169,8 +170,8 @@ def _discover_folder(folder: Path, found: Discovery) -> None:
                 skipped.append(SkippedEntry(path, f"not a regular file ({_file_type(st.st_mode)}); not opened",
                                             unreadable=True))
                 continue
-            if not entry.name.lower().endswith(JSON_SUFFIXES):
-                ignored += 1
+            if not entry.name.lower().endswith(JSON_SUFFIXES) or entry.name.endswith(RUN_METADATA_SUFFIX):
+                ignored += 1   # another kind of file, or kernlint's own run metadata beside a trace
                 continue
             problem = sniff_trace(path)
             if problem is None:

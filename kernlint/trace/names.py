@@ -333,6 +333,9 @@ LIBRARY_FRAME = re.compile(
     r"(^|/)(torch|triton|contextlib|functools|threading|runpy|importlib|typing|abc|_pytest|pluggy|click)/"
     r"|^<built-in|^<frozen|^<string>|(^|/)site-packages/(torch|triton)/|^\s*$"
     r"|^(contextlib|functools|threading|runpy|abc)\.py\("
+    # kernlint's own driving code (the CLI, the API, the capture runner, the audit): it calls the profiled
+    # step, it never is the user's scope. Its reference kernels and workloads stay user code.
+    r"|(^|/)kernlint/(cli|api|pytest_plugin|audit|pipeline|cases|rank_worker|__main__|capture/[a-z_]+)\.py\("
 )
 
 

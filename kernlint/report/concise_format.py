@@ -1,0 +1,26 @@
+"""`--format concise`: one `path:line: ID message` line per finding, what editors, terminal links and CI problem
+matchers read (the trace's path where the finding has no Python line), then one summary line."""
+from __future__ import annotations
+
+from kernlint.report import RenderContext
+from kernlint.report.safe import printable
+from kernlint.rules.result import CheckResult, clean_finding, sorted_findings
+
+
+def location(f) -> str:
+    """`file.py:LINE` of the launching Python line, else the trace's path (a finding of a trace recorded
+    without stacks points at the trace)."""
+    return f.source or f.trace
+
+
+def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
+    lines = []
+    for f in map(clean_finding, sorted_findings(result.findings)):
+        where = f" [rank {f.rank}]" if f.rank is not None else ""
+        lines.append(printable(f"{location(f)}: {f.rule} [{f.severity}] {f.message}{where}"))
+    for path, reason in result.unreadable:
+        lines.append(printable(f"{path}: could not be read: {reason}"))
+    incomplete = sorted({o.rule for _, o in result.incomplete})
+    tail = f"; incomplete: {', '.join(incomplete)}" if incomplete else ""
+    lines.append(f"Found {len(result.findings)} finding(s) in {result.traces_checked} trace(s){tail}.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,95 @@
+"""What CI and editor users expect (issue 21): results point at the repository's files, rules have help
+pages, one run writes several formats, a concise `path:line: ID message` format, `kernlint` alone is the
+help, `check -` reads standard input, kernlint's own run metadata is not "skipped"."""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+
+from conftest import REPO
+
+REGRESSED = "fixtures/traces/gpu/block_regressed.pt.trace.json.gz"
+
+
+def _kernlint(*args, cwd=REPO, stdin=None):
+    return subprocess.run([sys.executable, "-m", "kernlint.cli", *args, "--isolated"], cwd=cwd, input=stdin,
+                          capture_output=True, timeout=300)
+
+
+def test_sarif_results_point_at_files_of_the_repository_and_every_rule_has_a_help_page():
+    done = _kernlint("check", REGRESSED, "--format", "sarif")
+    assert done.returncode == 1, done.stderr
+    run = json.loads(done.stdout)["runs"][0]
+    locations = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in run["results"]]
+    assert locations and all(loc["uriBaseId"] == "%SRCROOT%" for loc in locations)
+    assert all((REPO / loc["uri"]).is_file() for loc in locations), locations
+    assert {loc["uri"] for loc in locations} == {"fixtures/regressed/fp8_linear_new_ones.py"}
+    rules = run["tool"]["driver"]["rules"]
+    assert rules and all(r["helpUri"].endswith(f"/blob/main/docs/rules/{r['id']}.md") for r in rules)
+    assert all((REPO / "docs" / "rules" / f"{r['id']}.md").is_file() for r in rules)
+    assert run["tool"]["driver"]["informationUri"].startswith("https://")
+    kl001 = [r for r in rules if r["id"] == "KL001"][0]
+    assert "<https://github.com/vllm-project/vllm/pull/43677>" in kl001["help"]["markdown"]
+
+
+def test_github_annotations_name_the_repository_file():
+    done = _kernlint("check", REGRESSED, "--format", "github")
+    files = re.findall(r"file=([^,]+),line=(\d+)", done.stdout.decode())
+    assert files and {f for f, _ in files} == {"fixtures/regressed/fp8_linear_new_ones.py"}
+    assert all((REPO / f).is_file() for f, _ in files)
+
+
+def test_one_run_writes_text_sarif_and_junit_and_concise_starts_with_the_location(tmp_path):
+    done = _kernlint("check", REGRESSED, "--format", "concise", "--sarif-output", str(tmp_path / "k.sarif"),
+                     "--junit-output", str(tmp_path / "k.xml"), "--text-output", str(tmp_path / "k.txt"))
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.decode().splitlines()
+    assert lines[0].startswith("fixtures/regressed/fp8_linear_new_ones.py:17: KL001 [error] ")
+    assert lines[-1] == "Found 2 finding(s) in 1 trace(s)."
+    assert json.loads((tmp_path / "k.sarif").read_text())["runs"][0]["results"]
+    assert "<testsuites" in (tmp_path / "k.xml").read_text()
+    assert "KL001 fill-before-block-quant" in (tmp_path / "k.txt").read_text()
+
+
+def test_a_trace_recorded_elsewhere_maps_through_path_map(tmp_path):
+    data = json.loads(gzip.open(REPO / REGRESSED).read())
+    for e in data["traceEvents"]:
+        if e.get("cat") == "python_function" and "regressed/" in e.get("name", ""):
+            e["name"] = e["name"].replace("regressed/", "/workspace/other/regressed/")
+    moved = tmp_path / "moved.pt.trace.json"
+    moved.write_text(json.dumps(data))
+    plain = _kernlint("check", str(moved), "--format", "concise")
+    assert plain.stdout.decode().startswith("fixtures/regressed/fp8_linear_new_ones.py:17:")   # by suffix
+    mapped = _kernlint("check", str(moved), "--format", "concise", "--path-map", "/workspace/other/=fixtures/")
+    assert mapped.stdout.decode().startswith("fixtures/regressed/fp8_linear_new_ones.py:17:")
+    bad = _kernlint("check", str(moved), "--path-map", "nothing")
+    assert bad.returncode == 2 and b"--path-map 'nothing': expected FROM=TO" in bad.stderr
+
+
+def test_the_rule_pages_are_current():
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "rule_docs.py")], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stdout
+
+
+def test_kernlint_alone_prints_the_help():
+    done = subprocess.run([sys.executable, "-m", "kernlint.cli"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("Usage: kernlint") and "check" in done.stdout
+
+
+def test_check_reads_a_trace_from_standard_input():
+    done = _kernlint("check", "-", "--format", "concise", stdin=(REPO / REGRESSED).read_bytes())
+    assert done.returncode == 1 and b": KL001 [error]" in done.stdout
+    empty = _kernlint("check", "-", stdin=b"")
+    assert empty.returncode == 2 and empty.stderr.decode().strip() == (
+        "kernlint: error: -: standard input is empty: no trace to check")
+
+
+def test_run_metadata_beside_a_trace_is_not_listed_as_skipped(tmp_path):
+    folder = REPO / "fixtures" / "traces" / "gpu-audit"
+    assert list(folder.glob("*.run.json"))
+    done = _kernlint("check", str(folder), "-v", "--format", "json")
+    assert not [s for s in json.loads(done.stdout)["skipped"] if s["path"].endswith(".run.json")]
