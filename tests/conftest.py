@@ -4,6 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+# Helper modules whose asserts should read like a test's (imported by test files before pytest sees them).
+pytest.register_assert_rewrite("wheel_build", "baseline_traces")
+
 
 def pytest_collection_modifyitems(config, items):
     if torch.cuda.is_available():

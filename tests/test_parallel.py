@@ -62,13 +62,19 @@ def test_two_worker_processes_give_the_serial_reports(multi_rank_files, serial_r
     assert _parallel(multi_rank_files, jobs=2, backend="processes") == serial_reports
 
 
-def test_the_streaming_serial_backend_gives_the_same_reports(multi_rank_files, serial_reports):
-    assert _parallel(multi_rank_files, jobs=1) == serial_reports
+@pytest.fixture(scope="module")
+def streamed(multi_rank_files):
+    """The map on the streaming serial backend (one trace at a time, let go): made once for the tests below."""
+    return check_paths(multi_rank_files, RULES, max_bytes=DEFAULT_MAX_TRACE_BYTES, jobs=1)
 
 
-def test_group_verdicts_come_from_summaries_that_crossed_a_process_boundary(multi_rank_files, serial_reports):
+def test_the_streaming_serial_backend_gives_the_same_reports(streamed, serial_reports):
+    assert combine_checked(streamed, RULES) == serial_reports
+
+
+def test_group_verdicts_come_from_summaries_that_crossed_a_process_boundary(streamed, serial_reports):
     """The cross-rank stage reads only what pickles: no table is reachable from a summary."""
-    checked = check_paths(multi_rank_files, RULES, max_bytes=DEFAULT_MAX_TRACE_BYTES)
+    checked = streamed
     shipped = pickle.loads(pickle.dumps(checked))
     assert combine_checked(shipped, RULES) == serial_reports
     for c in checked:
@@ -94,9 +100,9 @@ def reversed_backend():
 
 def test_reports_keep_the_argument_order_whatever_order_workers_finish(reversed_backend, multi_rank_files,
                                                                       serial_reports):
-    assert _parallel(multi_rank_files, backend=reversed_backend) == serial_reports
     checked = check_paths(multi_rank_files, RULES, max_bytes=DEFAULT_MAX_TRACE_BYTES, backend=reversed_backend)
     assert [c.summary.path for c in checked] == [str(p) for p in multi_rank_files]
+    assert combine_checked(checked, RULES) == serial_reports
 
 
 def _broken_run(tmp_path: Path) -> Path:

@@ -10,11 +10,7 @@ Slow (about a minute and a half on the 2-core machine: two venvs, torch unpacked
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
 import sys
-import tomllib
 import zipfile
 from email.parser import Parser
 from pathlib import Path
@@ -23,58 +19,22 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-REPO = Path(__file__).resolve().parents[1]
-PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
-GPU = REPO / "fixtures" / "traces" / "gpu"
-REGRESSED = GPU / "placeholder_new_ones.pt.trace.json.gz"      # KL001 fails: exit 1
-CLEAN = GPU / "placeholder_new_empty.pt.trace.json.gz"         # no finding: exit 0
-# Traces whose KL101 (dead-fill) verdicts depend on knowing out= arguments: the same findings with no torch.
-DEAD_FILL = sorted((REPO / "fixtures" / "traces" / "gpu-zoo").glob("r1_*.pt.trace.json.gz"))
-SHIPPED_RULE_IDS = sorted(p.stem for p in (REPO / "rules").glob("KL*.toml"))
-# The torch build the Makefile installs (a CPU wheel that pip finds on this machine's disk).
-TORCH_PIN = re.search(r"^TORCH_PIN \?= (\S+)$", (REPO / "Makefile").read_text(), re.M).group(1)
+from wheel_build import (
+    CLEAN,
+    DEAD_FILL,
+    PYPROJECT,
+    REGRESSED,
+    REPO,
+    SHIPPED_RULE_IDS,
+    _env,
+    _ok,
+    _pip_install,
+    _run,
+    _venv,
+)
 
 pytestmark = pytest.mark.install
-
-
-def _env() -> dict[str, str]:
-    """The environment of a user's shell: nothing of this test session's Python leaks in."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    env["NO_COLOR"] = "1"
-    return env
-
-
-def _run(args, cwd: Path, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in args], cwd=cwd, env=env or _env(), capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert proc.returncode == 0, f"{proc.args} exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
-    return proc
-
-
-def _venv(where: Path) -> Path:
-    _ok(_run([sys.executable, "-m", "venv", where], cwd=where.parent))
-    return where / "bin"
-
-
-def _pip_install(bindir: Path, *requirements: str) -> None:
-    # --no-compile: what is imported gets compiled when it is; the test's time goes to the install itself.
-    _ok(_run([bindir / "python", "-m", "pip", "install", "-q", "--no-compile", *requirements], cwd=bindir.parent,
-             timeout=600))
-
-
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory) -> dict[str, Path]:
-    """The sdist and the wheel built from it (python -m build: the wheel is made from the unpacked sdist, so
-    package data missing from the sdist would be missing from the wheel too)."""
-    out = tmp_path_factory.mktemp("dist")
-    _ok(_run([sys.executable, "-m", "build", "--no-isolation", "--outdir", out, REPO], cwd=out, timeout=300))
-    wheels, sdists = list(out.glob("kernlint-*.whl")), list(out.glob("kernlint-*.tar.gz"))
-    assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in out.iterdir())
-    return {"wheel": wheels[0], "sdist": sdists[0]}
+pytest_plugins = ["wheel_build"]   # the `dist` fixture: the sdist and the wheel built from it
 
 
 @pytest.fixture(scope="module")
@@ -193,16 +153,3 @@ def test_a_source_checkout_on_the_path_reads_its_own_rules(light, tmp_path):
     out = _ok(_run([light / "python", "-c", code], cwd=tmp_path, env=env)).stdout.splitlines()
     assert out[0].startswith(str(REPO / "kernlint")) and out[1] == str(REPO / "rules" / "KL001.toml")
     assert int(out[2]) > 1000
-
-
-def test_the_capture_extra_with_the_local_cpu_torch_audits(dist, tmp_path):
-    bindir = _venv(tmp_path / "venv")
-    _pip_install(bindir, TORCH_PIN)     # the user's own torch build first; the extra keeps it
-    _pip_install(bindir, f"kernlint[capture] @ {dist['wheel'].as_uri()}")
-    version = _ok(_run([bindir / "python", "-c", "import torch; print(torch.__version__)"], cwd=tmp_path)).stdout
-    assert version.strip().startswith(TORCH_PIN.split("==")[1]), "pip replaced the torch build installed first"
-    audit = _run([bindir / "kernlint", "audit", "--device", "cpu", "--out", tmp_path / "runs"], cwd=tmp_path,
-                 timeout=600)
-    assert audit.returncode == 0, audit.stdout[-3000:] + audit.stderr[-3000:]
-    assert re.search(r"(\d+)/\1 workloads as expected", audit.stdout), audit.stdout[-2000:]
-    assert list((tmp_path / "runs").rglob("*.pt.trace.json.gz"))
