@@ -397,8 +397,7 @@ def _extra_output_options(f):
     for name in reversed(format_names()):
         f = click.option(f"--{name}-output", f"output_{name}", type=click.Path(dir_okay=False, path_type=Path),
                          default=None, metavar="FILE",
-                         help=f"Also write the {name} report to FILE." if name == "text" else
-                         f"Also write the {name} report to FILE (the same check, read once).")(f)
+                         help=f"Also write the {name} report to FILE (the same check, read once).")(f)
     return f
 
 

@@ -40,7 +40,6 @@ class KernlintOptions:
 
     rule_paths: tuple[Path, ...] = ()
     select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()        # the project config's `ignore`
     trace_dir: Path | None = None
     baseline: Path | None = None
     record_baseline: Path | None = None
@@ -127,27 +126,23 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--kernlint-record-baseline {record}: is a folder")
     config.addinivalue_line("markers", "kernlint(rules=None, *, select=(), ignore=(), fail_on='warning', "
                                        "allow_not_applicable=False): defaults of the test's kernlint_check blocks")
-    project_rules, project_select, project_ignore = _project_config(config)
-    config.stash[_OPTIONS_KEY] = KernlintOptions(rule_paths=(*project_rules, *rule_paths),
-                                                 select=select or project_select, ignore=project_ignore,
-                                                 trace_dir=trace_path, baseline=baseline_path,
-                                                 record_baseline=record_path)
+    config.stash[_OPTIONS_KEY] = KernlintOptions(rule_paths=rule_paths, select=select, trace_dir=trace_path,
+                                                 baseline=baseline_path, record_baseline=record_path)
 
 
-def _project_config(config: pytest.Config) -> tuple[tuple[Path, ...], tuple[str, ...], tuple[str, ...]]:
+def _project_config(config: pytest.Config, options: KernlintOptions
+                    ) -> tuple[tuple[Path, ...], tuple[str, ...], tuple[str, ...]]:
     """The project's kernlint.toml / [tool.kernlint] (found upward from pytest's rootdir, as `kernlint check`
-    finds it from the working directory): its extra rule files, `select` and `ignore`. A bad file is a usage
-    error of the session, before any test runs."""
-    from kernlint.config import resolve_config
-    from kernlint.errors import KernlintError
+    finds it from the working directory): its extra rule files, `select` and `ignore`. Read when a test first
+    uses the fixture, never at start-up (the plugin loads in every pytest session); a bad file fails that test
+    with its one line."""
+    if "project" not in options.loaded:
+        from kernlint.config import resolve_config
 
-    try:
-        found = resolve_config(cwd=Path(config.rootpath))
-    except KernlintError as exc:
-        raise pytest.UsageError(f"kernlint config: {exc}") from None
-    values = found.values
-    return (tuple(Path(p) for p in values.get("rules", ()) or ()), tuple(values.get("select", ()) or ()),
-            tuple(values.get("ignore", ()) or ()))
+        values = resolve_config(cwd=Path(config.rootpath)).values
+        options.loaded["project"] = (tuple(Path(p) for p in values.get("rules", ()) or ()),
+                                     tuple(values.get("select", ()) or ()), tuple(values.get("ignore", ()) or ()))
+    return options.loaded["project"]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -200,6 +195,7 @@ def kernlint_check(request: pytest.FixtureRequest):
     from kernlint.api import ProfiledBlock, split_rules
 
     options = kernlint_options(request.config)
+    project_rules, project_select, project_ignore = _project_config(request.config, options)
 
     marker = request.node.get_closest_marker("kernlint")
     defaults = dict(marker.kwargs) if marker is not None else {}
@@ -220,15 +216,15 @@ def kernlint_check(request: pytest.FixtureRequest):
         ignore = [ignore] if isinstance(ignore, str) else list(ignore)
         named = bool(selectors or select)
         if not named:
-            select = list(options.select)
-            ignore = [*options.ignore, *ignore]
+            select = list(options.select or project_select)
+            ignore = [*project_ignore, *ignore]
         save_trace = None
         n = options.blocks_per_test.get(request.node.nodeid, 0) + 1
         options.blocks_per_test[request.node.nodeid] = n
         if options.trace_dir is not None:
             save_trace = options.trace_dir / _trace_name(request.node.nodeid, n)
         program = request.node.nodeid if n == 1 else f"{request.node.nodeid}#{n}"
-        block = ProfiledBlock([*options.rule_paths, *paths, *selectors], select=select, ignore=ignore,
+        block = ProfiledBlock([*project_rules, *options.rule_paths, *paths, *selectors], select=select, ignore=ignore,
                               fail_on=fail_on, device=device, save_trace=save_trace, keep_trace="failed",
                               fail=fail, baseline=options.baseline_data(), program=program,
                               keep_profile=options.record_baseline is not None,

@@ -84,6 +84,16 @@ class BaselineComparison:
     strict_timing: bool = False    # an unknown timing is a finding (--strict-timing)
 
     @property
+    def timings(self) -> list[TimingChange]:
+        return [t for p in self.programs for t in p.timing]
+
+    @property
+    def unknown_timings(self) -> list[TimingChange]:
+        """The timings neither shown slower (or faster) nor ruled the same, the most undecided first."""
+        unknown = [t for t in self.timings if t.verdict.direction == "unknown"]
+        return sorted(unknown, key=lambda t: -(t.verdict.runs_needed or 0))
+
+    @property
     def timing_refused(self) -> bool:
         """--strict-env and the environments differ: no timing verdict."""
         return self.strict_env and bool(self.environment_warnings)

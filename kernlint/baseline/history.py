@@ -68,7 +68,7 @@ def _energy(d: np.ndarray) -> tuple[int, float]:
     return best, best_q
 
 
-def _split(values: np.ndarray, alpha: float, permutations: int, rng: np.random.Generator) -> tuple[int, float]:
+def _split(values: np.ndarray, permutations: int, rng: np.random.Generator) -> tuple[int, float]:
     """(split, p) of the best split of one segment; split -1 when the segment is too short."""
     if len(values) < 4:
         return -1, 1.0
@@ -92,7 +92,7 @@ def change_points(values: Sequence[float], *, alpha: float = 0.01, permutations:
     segments = [(start, len(x))]
     while segments:
         a, b = segments.pop()
-        tau, p = _split(x[a:b], alpha, permutations, rng)
+        tau, p = _split(x[a:b], permutations, rng)
         if tau < 0 or p >= alpha:
             continue
         before, after = float(np.median(x[a:a + tau])), float(np.median(x[a + tau:b]))

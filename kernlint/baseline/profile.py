@@ -99,38 +99,33 @@ def _step_rows(index: ScopeIndex) -> list[int]:
     return derived["profiler-steps"]
 
 
-def _replay_runs(index: ScopeIndex, elements: list[_Element]) -> list[list[_Element]] | None:
-    """A trace with no profiler steps but two or more CUDA-graph replays (a decode loop): one run per replay,
-    from its graph launch to the next, so that windows holding different numbers of replays compare per
-    replay. What ran before the first replay (set-up, capture, warm-up) is no run: the eager work of each
-    later step shows in the run before it. None otherwise."""
-    launches = sorted({float(index.ts[int(index.replay[e.row])]) for e in elements if index.replay[e.row] >= 0})
-    if len(launches) < 2:
-        return None
-    cuts = np.array(launches)
-    index.table.derived["replay-run-spans"] = [(launches[i], launches[i + 1] if i + 1 < len(launches) else np.inf)
-                                               for i in range(len(launches))]
-    runs: list[list[_Element]] = [[] for _ in launches]
+# A run: its elements and its host interval [start, stop) (where its allocations are counted).
+_Run = tuple[list[_Element], tuple[float, float]]
+
+
+def _split(elements: list[_Element], starts: list[float], ends: list[float]) -> list[_Run]:
+    """The elements issued in each [start, end), with that interval; empty intervals left out."""
+    cuts = np.array(starts)
+    runs: list[list[_Element]] = [[] for _ in starts]
     for e in elements:
         i = int(cuts.searchsorted(e.ts, "right")) - 1
-        if i >= 0:
-            runs[i].append(e)
-    return [run for run in runs if run]
-
-
-def _runs(table: EventTable, index: ScopeIndex, elements: list[_Element]) -> list[list[_Element]]:
-    """The elements of each profiler step; without steps, of each CUDA-graph replay; else all as one run."""
-    steps = _step_rows(index)
-    if not steps:
-        return _replay_runs(index, elements) or [elements]
-    starts = np.array([index.ts[r] for r in steps])
-    ends = np.array([index.end[r] for r in steps])
-    runs: list[list[_Element]] = [[] for _ in steps]
-    for e in elements:
-        i = int(starts.searchsorted(e.ts, "right")) - 1
         if i >= 0 and e.ts < ends[i]:
             runs[i].append(e)
-    return [run for run in runs if run]
+    return [(run, (starts[i], ends[i])) for i, run in enumerate(runs) if run]
+
+
+def _runs(table: EventTable, index: ScopeIndex, elements: list[_Element]) -> list[_Run]:
+    """The elements of each profiler step. Without steps but with two or more CUDA-graph replays (a decode
+    loop): of each replay, from its graph launch to the next, so that windows holding different numbers of
+    replays compare per replay; what ran before the first replay (set-up, capture, warm-up) is no run, the
+    eager work of each later step shows in the run before it. Else all of them as one run."""
+    steps = _step_rows(index)
+    if steps:
+        return _split(elements, [float(index.ts[r]) for r in steps], [float(index.end[r]) for r in steps])
+    launches = sorted({float(index.ts[int(index.replay[e.row])]) for e in elements if index.replay[e.row] >= 0})
+    if len(launches) >= 2:
+        return _split(elements, launches, launches[1:] + [np.inf])
+    return [(elements, (-np.inf, np.inf))]
 
 
 def _allocations(table: EventTable, index: ScopeIndex, start: float, stop: float, labels: dict
@@ -195,14 +190,13 @@ def trace_runs(table: EventTable) -> TraceRuns:
     sequences: list[_Sequence] = []
     seen: dict[tuple, int] = {}
     runs = []
-    for run in _runs(table, index, elements):
+    for run, (start, stop) in _runs(table, index, elements):
         key = tuple(e.launch.key for e in run)
         if key not in seen:
             seen[key] = len(sequences)
             launches = [(scope_label(index, e.host, labels),
                          Launch(pos=0, kind=e.launch.kind, name=e.launch.name, category=e.launch.category,
                                 op=e.launch.op, source=e.launch.source)) for e in run]
-            start, stop = _run_span(index, run)
             sequences.append(_Sequence(key, launches, _allocations(table, index, start, stop, labels)))
         runs.append((seen[key], np.array([e.launch.us[0] if e.launch.us else 0.0 for e in run], dtype=np.float64)))
     return TraceRuns(table.path, program_name(table), basis, unattributed, sequences, runs)
@@ -248,20 +242,6 @@ def profile_from_runs(parts: list[TraceRuns]) -> ProgramProfile:
                           traces=sorted({p.path for p in parts}), other_sequences=len(runs) - len(reference),
                           unattributed=unattributed, run_process=run_process if len(parts) > 1 else [],
                           quantum_us=quantum)
-
-
-def _run_span(index: ScopeIndex, run: list[_Element]) -> tuple[float, float]:
-    """The host interval of a run: its profiler step; a replay run's, up to the next graph launch; else the
-    whole trace."""
-    for r in _step_rows(index):
-        if index.ts[r] <= run[0].ts < index.end[r]:
-            return float(index.ts[r]), float(index.end[r])
-    spans = index.table.derived.get("replay-run-spans")
-    if spans:
-        for start, stop in spans:
-            if start <= run[0].ts < stop:
-                return start, stop
-    return -np.inf, np.inf
 
 
 def program_name(table: EventTable) -> str:

@@ -10,6 +10,7 @@ control characters visibly (kernlint.report.safe); no number is NaN.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -116,17 +117,16 @@ def _descriptor(rule) -> dict:
 
 
 
-def _is_builtin(rule) -> bool:
-    """A shipped rule: its page is in the repository (a project's own rule files have none there)."""
+@functools.cache
+def _shipped_rule_ids() -> frozenset[str]:
     from kernlint.rules.loader import builtin_rule_files
 
-    shipped = _SHIPPED.get("ids")
-    if shipped is None:
-        shipped = _SHIPPED["ids"] = {Path(f.name).stem for f in builtin_rule_files()}
-    return rule.id in shipped
+    return frozenset(Path(f.name).stem for f in builtin_rule_files())
 
 
-_SHIPPED: dict = {}
+def _is_builtin(rule) -> bool:
+    """A shipped rule: its page is in the repository (a project's own rule files have none there)."""
+    return rule.id in _shipped_rule_ids()
 
 
 def _whole(value) -> int | None:

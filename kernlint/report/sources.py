@@ -50,9 +50,11 @@ class SourceMap:
     prefixes: list[tuple[str, str]] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     _by_name: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _known: set[str] = field(default_factory=set, repr=False)
     _cache: dict[str, str | None] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        self._known = set(self.files)
         for f in self.files:
             self._by_name.setdefault(PurePosixPath(f).name, []).append(f)
 
@@ -73,7 +75,7 @@ class SourceMap:
         candidate = Path(text) if Path(text).is_absolute() else self.root / text
         try:
             rel = candidate.resolve().relative_to(self.root.resolve()).as_posix()
-            if rel in self._known():
+            if rel in self._known:
                 return rel
         except (ValueError, OSError):
             pass
@@ -87,12 +89,6 @@ class SourceMap:
             if len(hits) > 1:
                 return None   # ambiguous at its most specific: not guessed
         return None
-
-    def _known(self) -> set[str]:
-        known = self.__dict__.get("_known_set")
-        if known is None:
-            known = self.__dict__["_known_set"] = set(self.files)
-        return known
 
     def source(self, source: str | None) -> str | None:
         """`file.py:LINE` with the file mapped (kept as recorded where it does not resolve)."""

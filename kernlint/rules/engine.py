@@ -207,11 +207,11 @@ def check_against_baseline(tables: Sequence[EventTable | TraceSummary], rules: S
     damage = [f"{path}: {line}" for path, _, _, _, lines in facts for line in lines]
     outcomes = [mark_incomplete(rule.kind.run_baseline(rule, comparison), damage) for rule in rules]
     warnings = [f"timing environment: {w}" for w in comparison.environment_warnings]
-    timed = [t for p in comparison.programs for t in p.timing]
-    unknown = [t for t in timed if t.verdict.direction == "unknown"]
+    unknown = comparison.unknown_timings
     if unknown and not comparison.strict_timing:   # Pinpoint's UNKNOWN: never a silent pass
-        most = max(unknown, key=lambda t: t.verdict.runs_needed or 0)
-        warnings.append(f"timing: {len(unknown)} of {len(timed)} timings unknown (neither the same nor slower); "
+        most = unknown[0]
+        warnings.append(f"timing: {len(unknown)} of {len(comparison.timings)} timings unknown (neither the same "
+                        "nor slower); "
                         f"about {most.verdict.runs_needed} more run(s) would decide {most.subject}; "
                         "--strict-timing makes unknown a finding")
     warnings += [f"{p.name}: {p.timing_note}" for p in comparison.programs if p.timing_note]

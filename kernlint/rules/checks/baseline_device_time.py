@@ -55,7 +55,7 @@ def _unknown_message(change, verdict, limits) -> str:
 
 def run_baseline(rule, comparison) -> RuleOutcome:
     direction = rule.spec.check.direction
-    timed = [c for p in comparison.programs for c in p.timing]
+    timed = comparison.timings
     reasons = [f"{p.name}: {p.timing_note}" for p in comparison.programs if p.timing_note and not p.timing]
     if not timed:
         return not_applicable(rule, "; ".join(reasons) or "no program met its baseline")
@@ -65,7 +65,7 @@ def run_baseline(rule, comparison) -> RuleOutcome:
         outcome.reason = ("timing not judged (--strict-env): " + "; ".join(comparison.environment_warnings))
         return outcome
     findings = []
-    unknown = [c for c in timed if c.verdict.direction == "unknown"]
+    unknown = comparison.unknown_timings
     for change in timed:
         strict_unknown = comparison.strict_timing and direction == "slower" and change.verdict.direction == "unknown"
         if change.verdict.direction != direction and not strict_unknown:
@@ -80,7 +80,7 @@ def run_baseline(rule, comparison) -> RuleOutcome:
     same = sum(1 for c in timed if c.verdict.direction == "same")
     notes = [f"{len(timed)} timings compared: {same} the same, {len(unknown)} unknown"]
     if unknown and not (comparison.strict_timing and direction == "slower"):
-        most = max(unknown, key=lambda c: c.verdict.runs_needed or 0)
+        most = unknown[0]
         notes.append(f"unknown is not a failure (--strict-timing makes it one); the most undecided, "
                      f"{_subject(most)}, needs about {most.verdict.runs_needed} more run(s)")
     notes += [f"{p.name}: {p.timing_note}" for p in comparison.programs if p.timing_note]
