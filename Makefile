@@ -6,33 +6,38 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+# The interpreter a venv would be made from: under an active venv, `python3` is that venv's, whose torch a
+# --system-site-packages venv would not see; its base interpreter is what decides.
+BASE_PYTHON := $(shell $(PYTHON) -c 'import sys; print(getattr(sys, "_base_executable", sys.executable))')
 TORCH_PIN ?= torch==2.13.0
-PIP    := $(PY) -m pip --disable-pip-version-check
+# --no-compile: pip would byte-compile every module of torch and the rest at install (two thirds of the
+# install's time); Python compiles what is imported, once, when it is first imported.
+PIP_INSTALL := $(PY) -m pip --disable-pip-version-check install --no-compile
 
 .PHONY: audit test install install-dev lint bench clean
 
 # The venv itself, with torch: the system python's (GPU image) or the pinned CPU build.
 $(VENV)/.venv:
-	@if $(PYTHON) -c "import torch" >/dev/null 2>&1; then \
-	  echo "kernlint: creating $(VENV) (using the torch that $(PYTHON) already has)"; \
-	  $(PYTHON) -m venv --system-site-packages $(VENV); \
+	@if $(BASE_PYTHON) -c "import torch" >/dev/null 2>&1; then \
+	  echo "kernlint: creating $(VENV) (using the torch that $(BASE_PYTHON) already has)"; \
+	  $(BASE_PYTHON) -m venv --system-site-packages $(VENV); \
 	else \
-	  echo "kernlint: creating $(VENV)" && $(PYTHON) -m venv $(VENV) && \
+	  echo "kernlint: creating $(VENV)" && $(BASE_PYTHON) -m venv $(VENV) && \
 	  echo "kernlint: installing $(TORCH_PIN) (CPU build)" && \
-	  $(PIP) install "$(TORCH_PIN)"; \
+	  $(PIP_INSTALL) "$(TORCH_PIN)"; \
 	fi
 	@touch $@
 
 # `make audit` needs kernlint with the capture extra; `make test` the dev extras too (which include it).
 $(VENV)/.installed: pyproject.toml $(VENV)/.venv
 	@echo "kernlint: installing kernlint with the capture extra (editable)"
-	$(PIP) install -e ".[capture]"
+	$(PIP_INSTALL) -e ".[capture]"
 	@touch $@
 	@echo "kernlint: $(VENV) is ready"
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.venv
 	@echo "kernlint: installing kernlint and its dependencies (editable, with the dev extras)"
-	$(PIP) install -e ".[dev]"
+	$(PIP_INSTALL) -e ".[dev]"
 	@touch $@ $(VENV)/.installed
 	@echo "kernlint: $(VENV) is ready (dev)"
 

@@ -546,10 +546,11 @@ def _check_paths(traces, options: CheckOptions, notes=()) -> int:
     if any(f.source for f in result.findings):   # recorded paths -> the checkout's files
         from kernlint.report.sources import source_map, with_mapped_sources
 
-        pairs = [tuple(m.split("=", 1)) for m in options.extra.get("path_map", ())]
         bad = [m for m in options.extra.get("path_map", ()) if "=" not in m]
         if bad:
             raise ConfigError(None, f"--path-map {bad[0]!r}: expected FROM=TO")
+        # --path-map first, then the config's [path-map]: the first matching prefix wins
+        pairs = [tuple(m.split("=", 1)) for m in options.extra.get("path_map", ())] + list(config.path_map.items())
         result = with_mapped_sources(result, source_map(options.extra.get("source_root"), pairs))
 
     for name, path in extra.items():   # the extra outputs first: the main one may be stdout

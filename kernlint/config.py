@@ -46,6 +46,8 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "severity": ("severity-table", None),
     "thresholds": ("thresholds-table", None),
     "per-source-ignores": ("ignores-table", None),
+    "source-root": ("path", "--source-root"),
+    "path-map": ("path-map-table", None),
 }
 # The rule selection is resolved in layers (config, then command line), as ruff does: not a plain default.
 SELECTION_KEYS = ("select", "extend-select", "ignore")
@@ -92,6 +94,8 @@ class Config:
     thresholds: Thresholds = Thresholds()
     # [per-source-ignores]: a glob of a finding's source path -> rule ids, names or ALL (ruff's per-file-ignores).
     per_source_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # [path-map]: a recorded path prefix -> the working tree's ("/workspace/vllm/" = ""): traces recorded elsewhere.
+    path_map: dict[str, str] = field(default_factory=dict)
     warnings: tuple[ConfigWarning, ...] = ()
     lines: dict[str, int] = field(default_factory=dict)   # "select", "severity.KL002", "thresholds.alpha"
     how: str = "no config file found"                     # how it was chosen, for `-v`
@@ -295,6 +299,7 @@ def load_config(path: str | Path, *, formats: Iterable[str] | None = None, how: 
     severity: dict[str, str] = {}
     thresholds = Thresholds()
     ignores: dict[str, tuple[str, ...]] = {}
+    path_map: dict[str, str] = {}
     base = path.absolute().parent
     for key, value in section.items():
         if key not in KEYS:
@@ -308,14 +313,16 @@ def load_config(path: str | Path, *, formats: Iterable[str] | None = None, how: 
             severity = _severity_table(config, value)
         elif kind == "ignores-table":
             ignores = _ignores_table(config, value)
+        elif kind == "path-map-table":
+            path_map = _path_map_table(config, value)
         elif kind == "thresholds-table":
             thresholds, more = _thresholds_table(config, value, table_name)
             warnings += more
         else:
             values[key] = _convert(config, key, kind, value, base, formats)
     return Config(path=path, display=display, table=table_name, values=values, severity=severity,
-                  thresholds=thresholds, per_source_ignores=ignores, warnings=tuple(warnings), lines=lines,
-                  how=how)
+                  thresholds=thresholds, per_source_ignores=ignores, path_map=path_map, warnings=tuple(warnings),
+                  lines=lines, how=how)
 
 
 def _convert(config: Config, key: str, kind: str, value: object, base: Path,
@@ -368,6 +375,20 @@ def _ignores_table(config: Config, value: object) -> dict[str, tuple[str, ...]]:
             raise config.error(f"per-source-ignores.{glob}", f"[per-source-ignores] {glob}: expected a non-empty "
                                                              f"array of rule ids, names or ALL, got {_type_name(ids)}")
         out[glob] = tuple(i.strip() for i in ids)
+    return out
+
+
+def _path_map_table(config: Config, value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise config.error("path-map", "path-map: expected a table (\"recorded prefix\" = \"working-tree prefix\"), "
+                                       f"got {_type_name(value)}")
+    out = {}
+    for old, new in value.items():
+        if not old.strip() or not isinstance(new, str):
+            raise config.error(f"path-map.{old}", f"[path-map] {old!r}: expected a non-empty recorded prefix and a "
+                                                  f"string (the working tree's prefix, \"\" to strip it), got "
+                                                  f"{_type_name(new)}")
+        out[old] = new
     return out
 
 

@@ -86,3 +86,24 @@ def incomplete_kl001(tmp_path):
     path = tmp_path / "lost_fill_launch.pt.trace.json"
     path.write_text(json.dumps(data))
     return path
+
+
+def kernlint_in(cwd: Path, *args, stdin: bytes | str | None = None):
+    """The CLI run in this process with `cwd` as the working directory (where a config or a suppressions file
+    is found): a subprocess.CompletedProcess with text stdout and stderr apart. A fresh interpreter costs a
+    second of imports per call; the tests that need one (signals, exit paths) spawn it themselves."""
+    import os
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from kernlint.cli import main
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(main, [str(a) for a in args], input=stdin, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return subprocess.CompletedProcess(["kernlint", *map(str, args)], result.exit_code, result.stdout,
+                                       result.stderr)

@@ -44,6 +44,10 @@ def test_a_regressed_gpu_trace_names_the_inserted_fill_at_its_position(tmp_path)
             "line regressed/fp8_linear_new_ones.py:17") in result.output
     # Timing is not judged from one run, and the report says so even though nothing failed on it.
     assert "not timed: timing needs 5 or more runs" in result.output
+    # the baseline's header counts the checked trace's events, and says so (not the baseline file's)
+    events = json.loads(kernlint("check", REGRESSED, "--format", "json", "--isolated", cwd=tmp_path).output)
+    count = [t["events"] for t in events["traces"] if t["subject"] != "baseline"][0]
+    assert f"baseline {baseline}  compared with the {count} events of the checked traces" in result.output
 
 
 def test_the_other_way_round_reports_an_improvement_and_passes(tmp_path):

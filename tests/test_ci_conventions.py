@@ -69,6 +69,33 @@ def test_a_trace_recorded_elsewhere_maps_through_path_map(tmp_path):
     assert bad.returncode == 2 and b"--path-map 'nothing': expected FROM=TO" in bad.stderr
 
 
+def test_path_map_and_source_root_from_the_config_pick_between_files_a_suffix_cannot(tmp_path):
+    data = json.loads(gzip.open(REPO / REGRESSED).read())
+    for e in data["traceEvents"]:
+        if e.get("cat") == "python_function" and "regressed/" in e.get("name", ""):
+            e["name"] = e["name"].replace("regressed/", "/workspace/other/regressed/")
+    (tmp_path / "moved.pt.trace.json").write_text(json.dumps(data))
+    tree = tmp_path / "tree"
+    for side in ("a", "b"):   # two files end with the recorded suffix: only a prefix map can choose
+        (tree / side / "regressed").mkdir(parents=True)
+        (tree / side / "regressed" / "fp8_linear_new_ones.py").write_text("\n" * 40)
+
+    def concise(*extra):
+        return subprocess.run([sys.executable, "-m", "kernlint.cli", "check", "moved.pt.trace.json", "--format",
+                               "concise", *extra], cwd=tmp_path, capture_output=True, timeout=300)
+
+    assert concise("--isolated", "--source-root", str(tree)).stdout.decode().startswith(
+        "/workspace/other/regressed/fp8_linear_new_ones.py:17:")   # ambiguous: left as recorded
+    (tmp_path / "kernlint.toml").write_text('source-root = "tree"\n[path-map]\n"/workspace/other/" = "b/"\n')
+    assert concise().stdout.decode().startswith("b/regressed/fp8_linear_new_ones.py:17:")
+    # the flag is tried before the table
+    assert concise("--path-map", "/workspace/other/=a/").stdout.decode().startswith(
+        "a/regressed/fp8_linear_new_ones.py:17:")
+    (tmp_path / "kernlint.toml").write_text('[path-map]\n"/workspace/other/" = 3\n')
+    bad = concise()
+    assert bad.returncode == 2 and b"kernlint.toml:2" in bad.stderr and b"[path-map]" in bad.stderr, bad.stderr
+
+
 def test_the_rule_pages_are_current():
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "rule_docs.py")], capture_output=True, text=True,
                           cwd=REPO, timeout=120)

@@ -5,6 +5,7 @@ import gzip
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -118,12 +119,36 @@ def test_rules_lists_shipped_rules():
     assert {"KL001", "KL002"} <= {r["id"] for r in data}
 
 
-def test_audit_replay_of_recorded_fixtures_reports_every_verdict_as_expected():
-    result = run("audit", "--replay", "--fixtures", FIXTURES, "--format", "json")
+def _fixtures_with_cases(where: Path, cases: dict[str, str]) -> Path:
+    """A fixtures folder of these case files (name -> TOML) beside links to the checkout's traces."""
+    where.mkdir()
+    for entry in FIXTURES.iterdir():
+        if entry.name != "cases":
+            (where / entry.name).symlink_to(entry)
+    (where / "cases").mkdir()
+    for name, text in cases.items():
+        (where / "cases" / name).write_text(text)
+    return where
+
+
+def test_audit_replay_checks_each_recorded_case_against_its_expectation(tmp_path):
+    """The command's wiring, on one rule's cases: every recorded case of every rule is replayed one test each
+    by tests/test_rule_cases.py, through the same kernlint.cases.evaluate_case."""
+    kl302 = (FIXTURES / "cases" / "KL302.toml").read_text()
+    recorded = kl302.count("\ntrace = ")
+    result = run("audit", "--replay", "--fixtures", _fixtures_with_cases(tmp_path / "good", {"KL302.toml": kl302}),
+                 "--format", "json")
     data = json.loads(result.output)
-    assert len(data["cases"]) >= 6, "the GPU fixture cases are missing"
-    assert data["all_as_expected"] is True, data
-    assert result.exit_code == 0
+    assert result.exit_code == 0 and data["all_as_expected"] is True, data
+    assert len(data["cases"]) == recorded >= 3, "the cases that replay no recorded trace are not audited"
+    # one expectation turned round: that case is reported as not as expected, exit 1
+    first = kl302.index('expect = "failed"', kl302.index("\ntrace = "))
+    wrong = kl302[:first] + 'expect = "passed"' + kl302[first + len('expect = "failed"'):]
+    result = run("audit", "--replay", "--fixtures", _fixtures_with_cases(tmp_path / "bad", {"KL302.toml": wrong}),
+                 "--format", "json")
+    data = json.loads(result.output)
+    assert result.exit_code == 1 and data["all_as_expected"] is False
+    assert sum(1 for c in data["cases"] if c["problems"]) == 1, data["cases"]
 
 
 def test_explain_schema_prints_the_rule_language_reference():

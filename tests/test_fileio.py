@@ -138,7 +138,7 @@ _SLOW_WRITER = textwrap.dedent("""
             self.fh.write(text[: len(text) // 2])
             self.fh.flush()
             print("writing", flush=True)
-            time.sleep(60)
+            time.sleep(float(sys.argv[2]))
             return self.fh.write(text[len(text) // 2:])
 
     os.fdopen = lambda *a, **k: Slow(real_fdopen(*a, **k))
@@ -154,8 +154,10 @@ def test_a_signal_during_the_write_leaves_no_temporary(tmp_path, signo):
     out.mkdir()
     target = out / "report.json"
     env = {**os.environ, "PYTHONPATH": REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target)], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env)
+    # The child starts with the signal's default action even where this suite inherited it ignored (nohup).
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target), "60"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signo, signal.SIG_DFL))
     try:
         assert proc.stdout.readline().strip() == "writing"
         assert [p.name for p in out.iterdir()] != [], "the temporary file exists while writing"
@@ -166,3 +168,21 @@ def test_a_signal_during_the_write_leaves_no_temporary(tmp_path, signo):
             proc.kill()
     assert proc.returncode in (-signo, 128 + signo), proc.returncode
     assert list(out.iterdir()) == []
+
+
+def test_an_inherited_ignored_sighup_stays_ignored_and_the_write_completes(tmp_path):
+    target = tmp_path / "report.json"
+    env = {**os.environ, "PYTHONPATH": REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target), "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))   # as under nohup
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+        proc.send_signal(signal.SIGHUP)
+        rest, _ = proc.communicate(timeout=60)
+        assert rest.split()[-1:] == ["done"], rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    assert target.read_text() == "x" * 5_000_000

@@ -123,3 +123,17 @@ def test_audit_writes_an_html_report_of_every_workload(tmp_path):
     # Every trace of the audit is in the report: one for each single-rank workload, one per rank of the MLP.
     assert page.count('<h3 class="mono">') == 4
     assert '<section id="allocations">' in page and "torch" in page
+
+
+def test_a_cross_rank_finding_shows_the_collective_each_rank_waited_in(tmp_path):
+    rank1_sync = REPO / "fixtures" / "traces" / "gpu-tp2-nccl" / "fp8-tp-mlp-rank1-sync"
+    page = report(tmp_path, rank1_sync)
+    table = page[page.index('<table class="stalls">'):]
+    table = table[:table.index("</table>")]
+    rows = re.findall(r'<tr data-rank="(\d)"><td>([^<]*)</td><td class="mono">([^<]*)</td>'
+                      r'<td class="num">([\d.]+)</td><td class="num stall">([\d.]+)</td>', table)
+    assert [(r[0], r[1]) for r in rows] == [("0", "0"), ("1", "1 (divergent)")], table
+    assert all(html.unescape(r[2]).startswith("ncclDevKernel_AllReduce_Sum_bf16") for r in rows)
+    # rank 1's .item() held the AllReduce: 293.9 ms there against 203.6 µs on rank 0 (the kernel table's times)
+    assert [float(r[3]) for r in rows] == [203.6, 293882.0]
+    assert [float(r[4]) for r in rows] == [0.0, 293678.5]

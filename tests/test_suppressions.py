@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from conftest import kernlint_in
 
 REPO = Path(__file__).resolve().parents[1]
 GPU = REPO / "fixtures" / "traces" / "gpu"
@@ -15,8 +16,7 @@ CLEAN = GPU / "placeholder_new_empty.pt.trace.json.gz"
 
 
 def _check(cwd: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernlint", "check", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+    return kernlint_in(cwd, "check", *args)
 
 
 def _json(cwd: Path, *args) -> dict:

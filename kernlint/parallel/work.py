@@ -20,6 +20,9 @@ from kernlint.rules.engine import summarize_trace
 from kernlint.rules.summary import CheckedTrace
 from kernlint.trace import load as trace_load
 
+# Tables of at least this many events are collected as soon as they are checked (check_path).
+_COLLECT_AFTER_EVENTS = 100_000
+
 
 @dataclass
 class Failure:
@@ -77,8 +80,11 @@ def check_path(path: str, rules: list, max_bytes: int, baseline_parts: bool, bas
         return failure(path, exc)
     finally:
         # The table's derived indexes point back at it: a cycle that only the collector frees, and it runs by
-        # object count, not bytes, so dead tables would pile up. Free this one before the next is loaded.
+        # object count, not bytes, so dead large tables would pile up. Free a large one before the next is
+        # loaded; a full collection costs about as much as checking a small trace, so small ones are left to it.
+        large = table is not None and len(table) >= _COLLECT_AFTER_EVENTS
         if table is not None:
             table.derived.clear()
         table = None
-        gc.collect()
+        if large:
+            gc.collect()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 
 import jinja2
@@ -58,6 +58,7 @@ class SvgTimeline:
     finding_ids: list[str]
     omitted: int
     multi_rank: bool
+    stalls: list = field(default_factory=list)   # views.RankStall rows of a multi-rank timeline
 
 
 def _ticks(span: float, scale: float) -> list[tuple[float, str]]:
@@ -115,7 +116,7 @@ def layout_timeline(timeline: Timeline, tid: str) -> SvgTimeline:
     height = top + len(timeline.lanes) * LANE_HEIGHT + 24
     return SvgTimeline(tid, timeline.title, LABEL_WIDTH + PLOT_WIDTH + 10, height,
                        [(lane, y) for lane, y in lane_y.items()], bars, flows, ticks, labels,
-                       timeline.finding_ids, timeline.omitted, timeline.multi_rank)
+                       timeline.finding_ids, timeline.omitted, timeline.multi_rank, list(timeline.stalls))
 
 
 @dataclass

@@ -193,7 +193,11 @@ def _trace_parts(report, verbosity: int) -> list:
         return []
     where = printable(report.trace) + (f" (rank {report.rank})" if report.rank is not None else "")
     device = "GPU events" if report.has_device_events else "no GPU events: op-level checks only"
-    parts: list = [Text.assemble((where, "bold"), f"  {report.events} events, {device}")]
+    if report.subject == "baseline":   # its counts are the checked traces', not the baseline file's
+        counted = f"  compared with the {report.events} events of the checked traces"
+    else:
+        counted = f"  {report.events} events, {device}"
+    parts: list = [Text.assemble((where, "bold"), counted)]
     acted, in_context = ordered_findings(findings)
     for f, first in acted:
         lines = _finding_lines(f, report)

@@ -69,6 +69,18 @@ class Timeline:
     finding_ids: list[str] = field(default_factory=list)
     omitted: int = 0                # bars left out (MAX_BARS)
     multi_rank: bool = False
+    stalls: list[RankStall] = field(default_factory=list)   # multi-rank: the collective each rank waited in
+
+
+@dataclass
+class RankStall:
+    """One rank's part of the first collective after a divergent launch: collectives pair up across ranks by
+    their order, so the one a late rank delayed shows as a long wait on the ranks that were on time."""
+    rank: int
+    kernel: str
+    dur_us: float
+    over_fastest_us: float            # this rank's time in it beyond the fastest rank's: the stall
+    divergent: bool                   # the rank that issued the divergent launch
 
 
 @dataclass
@@ -390,7 +402,34 @@ def rank_timeline(tables: list[EventTable], findings: list[Finding]) -> Timeline
     start = min(b.start for b in bars)
     end = max(b.start + b.dur for b in bars)
     return Timeline(f"ranks side by side around {first.event} (rank {first.rank})", start, end,
-                    [f"rank {r}" for r in sorted(by_rank)], bars, [], multi_rank=True)
+                    [f"rank {r}" for r in sorted(by_rank)], bars, [], multi_rank=True,
+                    stalls=rank_stalls(by_rank, first))
+
+
+def rank_stalls(by_rank: dict[int, EventTable], finding: Finding) -> list[RankStall]:
+    """The first collective kernel on the finding's rank after its launch, and the same collective (by order)
+    on every other rank, with the time each rank spent in it. Empty where a rank has no such collective."""
+    def collectives(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        f = table.frame
+        rows = np.flatnonzero(np.isin(f["kind"].to_numpy(), list(DEVICE_KINDS))
+                              & (f["category"].to_numpy() == "comm"))
+        ts = f["ts"].to_numpy()[rows]
+        order = np.argsort(ts, kind="stable")
+        return rows[order], ts[order], f["dur"].to_numpy()[rows][order]
+
+    own = collectives(by_rank[finding.rank])
+    after = np.flatnonzero(own[1] >= finding.ts)
+    if not after.size:
+        return []
+    nth = int(after[0])
+    picked = {}
+    for rank, table in sorted(by_rank.items()):
+        rows, _, dur = own if rank == finding.rank else collectives(table)
+        if nth >= len(rows) or not math.isfinite(float(dur[nth])):
+            return []
+        picked[rank] = (str(table.frame["name"].iat[int(rows[nth])]), float(dur[nth]))
+    fastest = min(d for _, d in picked.values())
+    return [RankStall(rank, name, dur, dur - fastest, rank == finding.rank) for rank, (name, dur) in picked.items()]
 
 
 # -- the whole report ----------------------------------------------------------------------------------------
