@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -134,6 +135,33 @@ def load_cases(folder: Path) -> list[Case]:
     return cases
 
 
+# The tables of the last few traces read: cases are run in trace order (sorted_for_loading), and several
+# rules' cases replay one trace. A table is only read by the checks, never changed.
+_RECENT_TABLES: OrderedDict[tuple, EventTable] = OrderedDict()
+_RECENT_LIMIT = 2
+
+
+def _loaded(path: Path, captures: list[Path]) -> EventTable:
+    def stamp(p: Path) -> tuple:
+        st = p.stat()
+        return str(p.resolve()), st.st_mtime_ns, st.st_size
+
+    key = (stamp(path), *(stamp(c) for c in captures))
+    if key in _RECENT_TABLES:
+        _RECENT_TABLES.move_to_end(key)
+        return _RECENT_TABLES[key]
+    table = load_trace(path, captures=captures)
+    _RECENT_TABLES[key] = table
+    while len(_RECENT_TABLES) > _RECENT_LIMIT:
+        _RECENT_TABLES.popitem(last=False)[1].derived.clear()   # breaks the table's cycle: freed at once
+    return table
+
+
+def sorted_for_loading(cases: list[Case]) -> list[Case]:
+    """The cases with those of one recorded trace next to each other (each trace is then read once)."""
+    return sorted(cases, key=lambda c: (c.spec.trace or "", c.spec.capture or ""))
+
+
 def _slowed(table: EventTable, factor: float, kernel: str | None) -> EventTable:
     """The table with its kernels (those matching `kernel`) running `factor` times as long."""
     frame = table.frame.copy()
@@ -164,7 +192,7 @@ def evaluate_case(case: Case, trace: Path, rules: list[Rule], fixtures: Path | N
     if not chosen:
         return CaseResult(case, None, [f"rule {case.rule} is not loaded"])
     captures = [(fixtures or trace.parent) / case.spec.capture] if case.spec.capture else []
-    tables = [load_trace(p, captures=captures) for p in find_trace_files([trace])]
+    tables = [_loaded(p, captures) for p in find_trace_files([trace])]
     if case.spec.slowdown is not None:
         tables = [_slowed(t, case.spec.slowdown, case.spec.slowdown_kernel) for t in tables]
     baseline = _case_baseline(case, fixtures or trace.parent)
@@ -210,9 +238,6 @@ class AuditResult:
 
 def audit_recorded_cases(fixtures: Path, rules: list[Rule]) -> AuditResult:
     """Every case that names a recorded trace, checked and compared with its expectation."""
-    results = []
-    for case in load_cases(fixtures / "cases"):
-        path = case.trace_path(fixtures)
-        if path is not None:
-            results.append(evaluate_case(case, path, rules, fixtures))
-    return AuditResult(results)
+    cases = [c for c in load_cases(fixtures / "cases") if c.trace_path(fixtures) is not None]
+    done = {id(c): evaluate_case(c, c.trace_path(fixtures), rules, fixtures) for c in sorted_for_loading(cases)}
+    return AuditResult([done[id(c)] for c in cases])   # reported in the case files' order

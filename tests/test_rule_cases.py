@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import FIXTURES
-from kernlint.cases import evaluate_case, load_cases
+from kernlint.cases import evaluate_case, load_cases, sorted_for_loading
 from kernlint.rules.loader import load_rules
 
 CASES = load_cases(FIXTURES / "cases")
@@ -33,7 +33,8 @@ def test_every_case_names_a_shipped_rule():
     assert all(c.rule in ids for c in CASES)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+# In trace order: each recorded trace is read once for every rule whose cases replay it.
+@pytest.mark.parametrize("case", sorted_for_loading(CASES), ids=[c.id for c in sorted_for_loading(CASES)])
 def test_rule_case(case, program_trace):
     if case.spec.trace:
         trace = case.trace_path(FIXTURES)

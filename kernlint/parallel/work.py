@@ -79,9 +79,9 @@ def check_path(path: str, rules: list, max_bytes: int, baseline_parts: bool, bas
     except Exception as exc:
         return failure(path, exc)
     finally:
-        # The table's derived indexes point back at it: a cycle that only the collector frees, and it runs by
-        # object count, not bytes, so dead large tables would pile up. Free a large one before the next is
-        # loaded; a full collection costs about as much as checking a small trace, so small ones are left to it.
+        # The table's derived indexes point back at it: a cycle. Clearing them lets the table go with its last
+        # reference. A full collection after large tables is a safety net for cycles elsewhere (the collector
+        # runs by object count, not bytes); after small ones it would cost as much as checking them.
         large = table is not None and len(table) >= _COLLECT_AFTER_EVENTS
         if table is not None:
             table.derived.clear()
