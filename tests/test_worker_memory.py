@@ -9,11 +9,10 @@ import weakref
 
 import pytest
 
+from conftest import FIXTURES
 from kernlint.parallel import work
 from kernlint.rules.loader import load_rules
 from kernlint.trace import load as trace_load
-
-from conftest import FIXTURES
 
 TRACE = FIXTURES / "traces" / "gpu" / "block_regressed.pt.trace.json.gz"
 
