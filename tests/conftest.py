@@ -9,6 +9,10 @@ pytest.register_assert_rewrite("wheel_build", "baseline_traces")
 
 
 def pytest_collection_modifyitems(config, items):
+    # The install tests' files (a minute each) first: pytest-xdist hands out files in this order, so the
+    # longest start first and the run does not end waiting on one of them.
+    installs = {item.path for item in items if "install" in item.keywords}
+    items.sort(key=lambda item: item.path not in installs)   # stable: each file keeps its order
     if torch.cuda.is_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU; CI has none (run on the H200 with the device tool)")

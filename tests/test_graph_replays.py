@@ -41,11 +41,17 @@ def kl001():
     return [r for r in load_rules() if r.id == "KL001"]
 
 
-def test_the_vllm_piecewise_pair_is_attributed_whole():
+@pytest.fixture(scope="module")
+def vllm_tables():
+    """The real vLLM replay trace alone and with its capture trace (read once: the checks only read them)."""
+    return load_trace(VLLM_REPLAY), load_trace(VLLM_REPLAY, captures=[VLLM_CAPTURE])
+
+
+def test_the_vllm_piecewise_pair_is_attributed_whole(vllm_tables):
     """The issue's target: >= 95% of the replayed kernels and of their device time; the pair gives all."""
-    alone = graph_replays(load_trace(VLLM_REPLAY))
+    alone = graph_replays(vllm_tables[0])
     assert (alone.replays, alone.kernels, alone.attributed_kernels, alone.captures) == (25, 361, 0, 0)
-    stats = graph_replays(load_trace(VLLM_REPLAY, captures=[VLLM_CAPTURE]))
+    stats = graph_replays(vllm_tables[1])
     assert (stats.replays, stats.kernels, stats.captures, stats.unmatched_replays) == (25, 361, 25, 0)
     assert stats.attributed_kernels / stats.kernels >= 0.95
     assert stats.attributed_device_us / stats.device_us >= 0.95
@@ -177,13 +183,13 @@ def test_check_reports_the_graphs_block_and_attributes_with_capture(tmp_path):
     assert "records no CUDA-graph capture" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_attribution_adds_no_finding_on_the_real_vllm_replay(kl001):
+def test_attribution_adds_no_finding_on_the_real_vllm_replay(vllm_tables):
     """The replay alone and with its capture: the same findings of every rule (vLLM's execute_model sync; its
     input prep's lift_fresh comes from torch.from_numpy, zero-copy, and is no KL502), and KL701 judges the
     attributed pieces instead of the coarse execute_model frame."""
     rules = load_rules()
     keys = [{(x.rule, x.scope, x.event) for x in check_trace(t, rules).findings}
-            for t in (load_trace(VLLM_REPLAY), load_trace(VLLM_REPLAY, captures=[VLLM_CAPTURE]))]
+            for t in vllm_tables]
     assert keys[0] == keys[1]
     assert {k[0] for k in keys[1]} == {"KL401"}
 

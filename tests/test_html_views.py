@@ -1,6 +1,6 @@
 """The HTML report without a browser: what the view keeps of a trace, the Content-Security-Policy against
-the page's own inline code, grouping, the baseline section, and `audit --html`. (tests/test_html_report.py
-opens the reports in headless Chromium.)"""
+the page's own inline code, grouping, the baseline section, the per-rank stall table. (`audit --html` is in
+tests/test_run_and_audit.py; tests/test_html_report.py opens the reports in headless Chromium.)"""
 from __future__ import annotations
 
 import base64
@@ -110,19 +110,6 @@ def test_hostile_names_are_escaped_in_the_markup(tmp_path):
     page = report(tmp_path, path)
     assert "<img src=x" not in page and page.count("<script>") == 1
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-
-
-def test_audit_writes_an_html_report_of_every_workload(tmp_path):
-    out = tmp_path / "audit.html"
-    result = CliRunner().invoke(main, ["audit", "--device", "cpu", "--html", str(out), "--isolated"])
-    assert result.exit_code == 0, result.output
-    page = out.read_text(encoding="utf-8")
-    section = page[page.index('<section id="workloads">'):page.index("</section>")]
-    for name in ("fp8-block-linear", "fp8-dummy-init", "fp8-tp-mlp"):
-        assert f'data-workload="{name}"' in section
-    # Every trace of the audit is in the report: one for each single-rank workload, one per rank of the MLP.
-    assert page.count('<h3 class="mono">') == 4
-    assert '<section id="allocations">' in page and "torch" in page
 
 
 def test_a_cross_rank_finding_shows_the_collective_each_rank_waited_in(tmp_path):

@@ -78,8 +78,21 @@ def test_audit_runs_fixed_and_regressed_workloads_on_the_cpu():
     not_run = {w["workload"]: w["reason"] for w in data["not_run"]}
     assert not_run == {"fp8-dummy-init-fused": "needs a CUDA GPU", "fp8-decoder-graph": "CUDA graphs need a GPU",
                        "fp8-decoder-graph-new-ones": "CUDA graphs need a GPU"}
-    text = invoke("audit", "--device", "cpu")
+
+
+
+def test_audit_text_says_what_it_left_out_and_the_html_report_has_every_workload(tmp_path):
+    out = tmp_path / "audit.html"
+    text = invoke("audit", "--device", "cpu", "--html", out, "--isolated")
+    assert text.exit_code == 0, text.output
     assert "not run on cpu: fp8-decoder-graph (CUDA graphs need a GPU)" in text.output
+    page = out.read_text(encoding="utf-8")
+    section = page[page.index('<section id="workloads">'):page.index("</section>")]
+    for name in ("fp8-block-linear", "fp8-dummy-init", "fp8-tp-mlp"):
+        assert f'data-workload="{name}"' in section
+    # Every trace of the audit is in the report: one for each single-rank workload, one per rank of the MLP.
+    assert page.count('<h3 class="mono">') == 4
+    assert '<section id="allocations">' in page and "torch" in page
 
 
 @pytest.mark.gpu
