@@ -139,9 +139,11 @@ def run_check(request: CheckRequest) -> CheckResult:
     skipped = list(found.skipped) if found else []
     # Entries that could not be read (not files that were read and are not traces): not checked.
     unreadable = [(str(e.path), e.reason) for e in skipped if e.unreadable]
+    # A baseline that met none of the checked programs checked nothing: incomplete, never clean.
+    nothing_compared = comparison is not None and comparison.compared_nothing
     code = EXIT_CLEAN if request.exit_zero else exit_status(reports, request.fail_on,
                                                             allow_incomplete=request.allow_incomplete,
-                                                            incomplete_input=bool(unreadable))
+                                                            incomplete_input=bool(unreadable) or nothing_compared)
     return request.result_type(
         reports=reports, rules=rules, exit_code=code, notes=[*request.notes, *pairing.notes],
         skipped=[(str(e.path), e.reason) for e in skipped], ignored_files=found.ignored_count if found else 0,

@@ -183,3 +183,21 @@ def test_record_a_user_workload_in_two_processes_on_the_cpu(tmp_path):
     assert data["refresh_command"] == (f"kernlint baseline record --workload {program}:build --processes 2 "
                                        f"--repeat 3 --device cpu -o {out}")
 
+
+
+def test_a_baseline_that_meets_none_of_the_checked_programs_is_incomplete_never_passed(tmp_path):
+    two_ranks = record(tmp_path, ROOT / "fixtures" / "traces" / "gpu-tp2-nccl" / "fp8-tp-mlp")
+    empty = tmp_path / "empty.json"
+    data = json.loads(two_ranks.read_text())
+    empty.write_text(json.dumps({**data, "programs": {}}))
+    for baseline in (two_ranks, empty):   # a 2-rank baseline against one trace; a baseline of no program
+        result = kernlint("check", REGRESSED, "--baseline", baseline, "--select", "KL8", "--isolated", cwd=tmp_path)
+        assert result.exit_code == 4, result.output
+        assert "the baseline compares nothing" in result.output and "(0 passed, 7 not applicable)" in result.output
+        verdicts = json.loads(kernlint("check", REGRESSED, "--baseline", baseline, "--select", "KL8", "--format",
+                                       "json", "--isolated", cwd=tmp_path).output)
+        statuses = {r["status"] for t in verdicts["traces"] for r in t["rules"]}
+        assert statuses == {"not-applicable"}, statuses
+        allowed = kernlint("check", REGRESSED, "--baseline", baseline, "--select", "KL8", "--allow-incomplete",
+                           "--isolated", cwd=tmp_path)
+        assert allowed.exit_code == 0, allowed.output

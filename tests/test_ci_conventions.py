@@ -10,13 +10,13 @@ import subprocess
 import sys
 
 from conftest import REPO
+from fresh_cli import run_fresh
 
 REGRESSED = "fixtures/traces/gpu/block_regressed.pt.trace.json.gz"
 
 
 def _kernlint(*args, cwd=REPO, stdin=None):
-    return subprocess.run([sys.executable, "-m", "kernlint.cli", *args, "--isolated"], cwd=cwd, input=stdin,
-                          capture_output=True, timeout=300)
+    return run_fresh([*args, "--isolated"], cwd=cwd, stdin=stdin, timeout=300)
 
 
 def test_sarif_results_point_at_files_of_the_repository_and_every_rule_has_a_help_page():
@@ -37,7 +37,7 @@ def test_sarif_results_point_at_files_of_the_repository_and_every_rule_has_a_hel
 
 def test_github_annotations_name_the_repository_file():
     done = _kernlint("check", REGRESSED, "--format", "github")
-    files = re.findall(r"file=([^,]+),line=(\d+)", done.stdout.decode())
+    files = re.findall(r"file=([^,]+),line=(\d+)", done.stdout)
     assert files and {f for f, _ in files} == {"fixtures/regressed/fp8_linear_new_ones.py"}
     assert all((REPO / f).is_file() for f, _ in files)
 
@@ -46,7 +46,7 @@ def test_one_run_writes_text_sarif_and_junit_and_concise_starts_with_the_locatio
     done = _kernlint("check", REGRESSED, "--format", "concise", "--sarif-output", str(tmp_path / "k.sarif"),
                      "--junit-output", str(tmp_path / "k.xml"), "--text-output", str(tmp_path / "k.txt"))
     assert done.returncode == 1, done.stderr
-    lines = done.stdout.decode().splitlines()
+    lines = done.stdout.splitlines()
     assert lines[0].startswith("fixtures/regressed/fp8_linear_new_ones.py:17: KL001 [error] ")
     assert lines[-1] == "Found 2 finding(s) in 1 trace(s)."
     assert json.loads((tmp_path / "k.sarif").read_text())["runs"][0]["results"]
@@ -62,11 +62,11 @@ def test_a_trace_recorded_elsewhere_maps_through_path_map(tmp_path):
     moved = tmp_path / "moved.pt.trace.json"
     moved.write_text(json.dumps(data))
     plain = _kernlint("check", str(moved), "--format", "concise")
-    assert plain.stdout.decode().startswith("fixtures/regressed/fp8_linear_new_ones.py:17:")   # by suffix
+    assert plain.stdout.startswith("fixtures/regressed/fp8_linear_new_ones.py:17:")   # by suffix
     mapped = _kernlint("check", str(moved), "--format", "concise", "--path-map", "/workspace/other/=fixtures/")
-    assert mapped.stdout.decode().startswith("fixtures/regressed/fp8_linear_new_ones.py:17:")
+    assert mapped.stdout.startswith("fixtures/regressed/fp8_linear_new_ones.py:17:")
     bad = _kernlint("check", str(moved), "--path-map", "nothing")
-    assert bad.returncode == 2 and b"--path-map 'nothing': expected FROM=TO" in bad.stderr
+    assert bad.returncode == 2 and "--path-map 'nothing': expected FROM=TO" in bad.stderr
 
 
 def test_path_map_and_source_root_from_the_config_pick_between_files_a_suffix_cannot(tmp_path):
@@ -81,19 +81,18 @@ def test_path_map_and_source_root_from_the_config_pick_between_files_a_suffix_ca
         (tree / side / "regressed" / "fp8_linear_new_ones.py").write_text("\n" * 40)
 
     def concise(*extra):
-        return subprocess.run([sys.executable, "-m", "kernlint.cli", "check", "moved.pt.trace.json", "--format",
-                               "concise", *extra], cwd=tmp_path, capture_output=True, timeout=300)
+        return run_fresh(["check", "moved.pt.trace.json", "--format", "concise", *extra], cwd=tmp_path, timeout=300)
 
-    assert concise("--isolated", "--source-root", str(tree)).stdout.decode().startswith(
+    assert concise("--isolated", "--source-root", str(tree)).stdout.startswith(
         "/workspace/other/regressed/fp8_linear_new_ones.py:17:")   # ambiguous: left as recorded
     (tmp_path / "kernlint.toml").write_text('source-root = "tree"\n[path-map]\n"/workspace/other/" = "b/"\n')
-    assert concise().stdout.decode().startswith("b/regressed/fp8_linear_new_ones.py:17:")
+    assert concise().stdout.startswith("b/regressed/fp8_linear_new_ones.py:17:")
     # the flag is tried before the table
-    assert concise("--path-map", "/workspace/other/=a/").stdout.decode().startswith(
+    assert concise("--path-map", "/workspace/other/=a/").stdout.startswith(
         "a/regressed/fp8_linear_new_ones.py:17:")
     (tmp_path / "kernlint.toml").write_text('[path-map]\n"/workspace/other/" = 3\n')
     bad = concise()
-    assert bad.returncode == 2 and b"kernlint.toml:2" in bad.stderr and b"[path-map]" in bad.stderr, bad.stderr
+    assert bad.returncode == 2 and "kernlint.toml:2" in bad.stderr and "[path-map]" in bad.stderr, bad.stderr
 
 
 def test_the_rule_pages_are_current():
@@ -109,9 +108,9 @@ def test_kernlint_alone_prints_the_help():
 
 def test_check_reads_a_trace_from_standard_input():
     done = _kernlint("check", "-", "--format", "concise", stdin=(REPO / REGRESSED).read_bytes())
-    assert done.returncode == 1 and b": KL001 [error]" in done.stdout
+    assert done.returncode == 1 and ": KL001 [error]" in done.stdout
     empty = _kernlint("check", "-", stdin=b"")
-    assert empty.returncode == 2 and empty.stderr.decode().strip() == (
+    assert empty.returncode == 2 and empty.stderr.strip() == (
         "kernlint: error: -: standard input is empty: no trace to check")
 
 

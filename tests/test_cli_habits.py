@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES, REPO
+from fresh_cli import run_fresh
 from kernlint.cli import main
 
 REGRESSED = FIXTURES / "traces" / "gpu" / "placeholder_new_ones.pt.trace.json.gz"   # one KL001 finding
@@ -31,8 +31,7 @@ def invoke(*args):
 def cli(*args, cwd=None, env=None):
     """`python -m kernlint ARGS` with stdout a pipe, as `kernlint ... | cat` has it."""
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "kernlint", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=300)
+    return run_fresh(args, cwd=cwd, env=env, timeout=300)
 
 
 def user_rule(path: Path, rule_id: str, name: str, summary: str = "s") -> Path:

@@ -7,12 +7,11 @@ import json
 import os
 import random
 import re
-import subprocess
-import sys
 
 import pytest
 from click.testing import CliRunner
 
+from fresh_cli import run_fresh
 from kernlint.cli import main
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,8 +28,7 @@ def invoke(*args):
 def cli(*args, cwd=None):
     """`python -m kernlint.cli ARGS` in a subprocess: what a shell sees."""
     env = {**os.environ, "PYTHONPATH": REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([sys.executable, "-m", "kernlint.cli", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=300)
+    return run_fresh(args, cwd=cwd, env=env, timeout=300)
 
 
 def _clean_trace(path):

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES, REPO
+from fresh_cli import run_fresh
 from kernlint.config import (
     KEYS,
     THRESHOLD_KEYS,
@@ -46,8 +45,7 @@ def invoke(*args):
 def cli(*args, cwd):
     """`python -m kernlint ARGS` in a fresh process: what a shell sees, stdout and stderr apart."""
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([sys.executable, "-m", "kernlint", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=300)
+    return run_fresh(args, cwd=cwd, env=env, timeout=300)
 
 
 def rule_ids(result) -> list[str]:

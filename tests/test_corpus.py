@@ -1,12 +1,11 @@
 """The bad-input corpus (fixtures/corpus/corpus.toml): every defect of the reliability probe as a case with
-its input, exit code and message. Each runs the CLI in a fresh process, as a user would."""
+its input, exit code and message. Each runs the CLI in a fresh process, as a user would (forked from a server
+that imported kernlint and ran nothing: tests/fresh_cli.py)."""
 from __future__ import annotations
 
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 import tomllib
 
@@ -14,6 +13,7 @@ import pytest
 
 from conftest import FIXTURES
 from corpus_inputs import BUILDERS
+from fresh_cli import run_fresh
 
 CASES = tomllib.loads((FIXTURES / "corpus" / "corpus.toml").read_text())["case"]
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -28,8 +28,7 @@ def test_corpus_case(case, tmp_path):
     args = BUILDERS[case["input"]](tmp_path)
     env = {**os.environ, "COLUMNS": "400"}
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "kernlint.cli", *args], capture_output=True, text=True,
-                          timeout=case.get("seconds", 120) * 3, env=env, cwd=tmp_path)
+    proc = run_fresh(args, timeout=case.get("seconds", 120) * 3, env=env, cwd=tmp_path)
     seconds = time.perf_counter() - start
     where = f"{case['name']}: exit {proc.returncode}\nstdout: {proc.stdout[-3000:]}\nstderr: {proc.stderr}"
     assert proc.returncode == case["exit"], where

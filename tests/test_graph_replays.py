@@ -10,12 +10,12 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from fresh_cli import run_fresh
 from kernlint.errors import TraceError
 from kernlint.rules.engine import check_trace
 from kernlint.rules.loader import load_rules
@@ -154,8 +154,7 @@ def test_a_capture_file_that_records_no_capture_is_an_error():
 
 
 def _cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernlint", *map(str, args)], capture_output=True, text=True,
-                          timeout=300)
+    return run_fresh(args, timeout=300)
 
 
 def test_check_reports_the_graphs_block_and_attributes_with_capture(tmp_path):

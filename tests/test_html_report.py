@@ -10,7 +10,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from baseline_traces import fp8_linear_trace
 from browser import Browser, Screenshot, missing
+from fresh_cli import run_fresh
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO / "fixtures" / "traces"
@@ -42,8 +42,7 @@ HOSTILE_FILE = f"x{SVG.replace('/', '')}.json"      # the trace's file name is h
 # --- rendering ---------------------------------------------------------------------------------------------
 
 def kernlint(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernlint", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+    return run_fresh(args, cwd=cwd, timeout=300)
 
 
 def _events(kernels: list[tuple[str, float]], op: str = "aten::mm") -> list[dict]:

@@ -1,7 +1,7 @@
 """The capture extra installed from the built wheel beside the local CPU torch: `kernlint run` profiles the
 built-in FP8 linear layer there and checks it with the shipped rules, and pip keeps the torch build the user
-installed first. (The whole audit is tests/test_run_and_audit.py's, on the editable install.) (Apart from tests/test_wheel_install.py
-so that this, the slowest install, runs on another worker.)"""
+installed first. (The whole audit is tests/test_run_and_audit.py's, on the editable install. Apart from
+tests/test_wheel_install.py so that this, the slowest install, runs on another worker.)"""
 from __future__ import annotations
 
 import json

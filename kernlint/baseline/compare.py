@@ -94,6 +94,11 @@ class BaselineComparison:
         return sorted(unknown, key=lambda t: -(t.verdict.runs_needed or 0))
 
     @property
+    def compared_nothing(self) -> bool:
+        """No checked program met a program of the baseline: no baseline verdict rests on anything."""
+        return not self.programs
+
+    @property
     def timing_refused(self) -> bool:
         """--strict-env and the environments differ: no timing verdict."""
         return self.strict_env and bool(self.environment_warnings)

@@ -205,8 +205,16 @@ def check_against_baseline(tables: Sequence[EventTable | TraceSummary], rules: S
     alignment over lost launches proves nothing."""
     facts = [_facts(t) for t in tables]
     damage = [f"{path}: {line}" for path, _, _, _, lines in facts for line in lines]
-    outcomes = [mark_incomplete(rule.kind.run_baseline(rule, comparison), damage) for rule in rules]
+    if comparison.compared_nothing:   # never "passed with 0 checked"
+        why = "; ".join(comparison.notes) or "the baseline holds no program"
+        outcomes = [RuleOutcome(rule.id, rule.name, rule.severity, STATUS_NOT_APPLICABLE,
+                                reason=f"the baseline compares nothing ({why}); record it from traces of "
+                                       "these programs") for rule in rules]
+    else:
+        outcomes = [mark_incomplete(rule.kind.run_baseline(rule, comparison), damage) for rule in rules]
     warnings = [f"timing environment: {w}" for w in comparison.environment_warnings]
+    if comparison.compared_nothing:
+        warnings.append(outcomes[0].reason if outcomes else "the baseline compares nothing")
     unknown = comparison.unknown_timings
     if unknown and not comparison.strict_timing:   # Pinpoint's UNKNOWN: never a silent pass
         most = unknown[0]
