@@ -402,8 +402,9 @@ class ProfiledBlock:
         require_capture("kernlint.profiling()")
         from torch.profiler import profile
 
-        from kernlint.capture.profiler import profiling_quietly
+        from kernlint.capture.profiler import profiling_quietly, refuse_a_second_profiler
 
+        refuse_a_second_profiler("kernlint.profiling()")
         if self.where is None:
             self.where = _caller_location(1)
         self._result = None

@@ -130,12 +130,17 @@ def find_config(start: Path) -> Path | None:
     pyproject.toml with a [tool.kernlint] table; None if there is none."""
     start = start.resolve()
     for folder in (start, *start.parents):
-        own = folder / CONFIG_FILE
-        if own.is_file():
-            return own
-        pyproject = folder / PYPROJECT
-        if pyproject.is_file() and _has_kernlint_table(pyproject):
-            return pyproject
+        own, pyproject = folder / CONFIG_FILE, folder / PYPROJECT
+        try:
+            if own.is_file():
+                return own
+            if own.exists():   # a folder (or a device) by the config's name is a mistake, never passed over
+                raise ConfigError(_display(own), "not a file: a config file must be a TOML file")
+            if pyproject.is_file() and _has_kernlint_table(pyproject):
+                return pyproject
+        except PermissionError:
+            raise ConfigError(str(folder), f"cannot be searched for {CONFIG_FILE} (permission denied); pass "
+                                           "--config FILE, or --isolated to use no config file") from None
     return None
 
 

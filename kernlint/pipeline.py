@@ -169,5 +169,11 @@ def record_programs(paths: Sequence[Path], *, max_trace_bytes: int | None = None
     pairing = pair_captures(found.files, limit, list(captures))
     checked = check_paths(pairing.checked, [], max_bytes=limit, jobs=jobs, backend=backend, scheduler=scheduler,
                           baseline_parts=True, captures=pairing.captures)
+    damaged = [c.summary for c in checked if c.summary.damage]
+    if damaged:   # launches lost or read twice would become the reference every later check is held to
+        first = damaged[0]
+        raise ConfigError(first.path, f"damaged ({first.damage[0]}"
+                                      + (f"; {len(first.damage) - 1} more kind(s)" if len(first.damage) > 1 else "")
+                                      + "): a baseline recorded from it would be wrong; no baseline written")
     programs = profiles_from_runs([c.summary.baseline_runs for c in checked])
     return programs, (checked[0].summary.environment if checked else {})

@@ -316,5 +316,40 @@ def unknown_rule_table(folder: Path) -> list[str]:
     return ["check", str(REGRESSED), "--rules", str(rules)]
 
 
+# -- issue 22: damage that looked clean ----------------------------------------------------------------------
+def every_ts_equal(folder: Path) -> list[str]:
+    data = _regressed()
+    for e in data["traceEvents"]:
+        if "ts" in e:
+            e["ts"] = 1_000_000
+    return _check(_write(folder, data))
+
+
+def every_kernel_twice(folder: Path) -> list[str]:
+    data = _regressed()
+    data["traceEvents"] += [dict(e) for e in data["traceEvents"] if e.get("cat") == "kernel"]
+    return _check(_write(folder, data))
+
+
+def anchor_kernel_twice(folder: Path) -> list[str]:
+    data = _regressed()
+    anchor = next(e for e in data["traceEvents"] if e.get("cat") == "kernel" and "scale_1x128" in e["name"])
+    data["traceEvents"].append(dict(anchor))
+    return _check(_write(folder, data))
+
+
+def two_trace_events_keys(folder: Path) -> list[str]:
+    """The regressed events under a first traceEvents key, then a second key holding no event: a reader that
+    keeps the last key sees nothing to check."""
+    events = json.dumps(_regressed()["traceEvents"])
+    return _check(_write(folder, f'{{"traceEvents": {events}, "schemaVersion": 1, "traceEvents": []}}'))
+
+
+def record_from_dangling_correlation(folder: Path) -> list[str]:
+    """`baseline record` from a trace whose fill kernel lost its launch: refused, nothing written."""
+    check = dangling_correlation(folder)
+    return ["baseline", "record", check[1], "-o", str(folder / "baseline.json")]
+
+
 BUILDERS = {name: fn for name, fn in globals().items() if callable(fn) and not name.startswith("_")
             and fn.__module__ == __name__}

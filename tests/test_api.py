@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -315,3 +316,24 @@ def test_import_kernlint_stays_light_and_exports_the_api():
             "print(light, kernlint.check.__module__, issubclass(kernlint.RuleViolation, AssertionError))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "kernlint.api", "True"]
+
+
+def test_a_profiling_block_inside_another_is_refused_in_one_line():
+    """torch.profiler does not nest: a second one inside the first crashed the process (issue 22, item 7)."""
+    code = textwrap.dedent("""
+        import torch, kernlint
+        from kernlint.errors import ConfigError
+        with kernlint.profiling(device="cpu") as outer:
+            try:
+                with kernlint.profiling(device="cpu"):
+                    torch.ones(4).sum()
+            except ConfigError as exc:
+                print("refused:", exc)
+            torch.ones(4).sum()
+        print("outer finished:", outer.result is not None)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [line for line in done.stdout.splitlines() if line]
+    assert lines[0].startswith("refused: kernlint.profiling(): a profiler is already running in this process")
+    assert lines[-1] == "outer finished: True"

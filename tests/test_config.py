@@ -424,3 +424,30 @@ def test_an_option_added_later_picks_up_its_key(tmp_path, monkeypatch):
     assert seen["baseline"] == tmp_path / "perf" / "base.json"
     assert CliRunner().invoke(probe, ["--baseline", "mine.json"]).exit_code == 0
     assert seen["baseline"] == Path("mine.json")
+
+
+def test_a_folder_named_kernlint_toml_is_an_error_not_passed_over(tmp_path):
+    (tmp_path / "kernlint.toml").mkdir()
+    trace = FIXTURES / "traces" / "gpu" / "placeholder_new_empty.pt.trace.json.gz"
+    proc = cli("check", trace, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert proc.stderr.strip() == "kernlint: error: kernlint.toml: not a file: a config file must be a TOML file"
+
+
+def test_a_folder_that_cannot_be_searched_is_one_config_error(tmp_path, monkeypatch):
+    """Unreadable parents (as root, permissions do not apply: the refusal is simulated)."""
+    locked = tmp_path / "locked"
+    inner = locked / "work"
+    inner.mkdir(parents=True)
+    real_is_file = Path.is_file
+
+    def is_file(self):
+        if self.parent == locked:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_is_file(self)
+
+    monkeypatch.setattr(Path, "is_file", is_file)
+    with pytest.raises(ConfigError) as info:
+        find_config(inner)
+    assert info.value.path == str(locked)
+    assert "cannot be searched for kernlint.toml (permission denied)" in str(info.value)

@@ -6,7 +6,10 @@ which launch changed.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -49,35 +52,81 @@ def write_baseline(path: str | Path, baseline: Baseline) -> Path:
         raise BaselineError(path, f"cannot write the baseline: {exc.strerror or exc}") from None
 
 
-def read_baseline(path: str | Path) -> Baseline:
-    path = Path(path)
+_MISSING = object()
+
+
+class _Head(msgspec.Struct):
+    schema_version: Any = _MISSING
+    programs: msgspec.Raw = msgspec.Raw(b"")
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """`text` cut to `limit` characters with a marker: a 1 MB value is never echoed whole."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """The file's bytes, at most MAX_BASELINE_BYTES: a folder, a FIFO or a device is refused before reading
+    (a FIFO would block the read forever)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BASELINE_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # a FIFO opens at once instead of waiting for a writer
     except IsADirectoryError:
         raise BaselineError(path, "is a folder, not a baseline file") from None
     except OSError as exc:
         raise BaselineError(path, f"cannot read the baseline: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise BaselineError(path, "is a folder, not a baseline file")
+        if not stat.S_ISREG(mode):
+            raise BaselineError(path, "not a regular file (a FIFO, socket or device): not a baseline file")
+        os.set_blocking(fd, True)
+        try:
+            data = fh.read(MAX_BASELINE_BYTES + 1)
+        except OSError as exc:
+            raise BaselineError(path, f"cannot read the baseline: {exc.strerror or exc}") from None
     if len(data) > MAX_BASELINE_BYTES:
         raise BaselineError(path, f"larger than {MAX_BASELINE_BYTES >> 20} MiB: not a kernlint baseline")
-    try:
-        raw = msgspec.json.decode(data)
+    return data
+
+
+def read_baseline(path: str | Path) -> Baseline:
+    path = Path(path)
+    data = _read_regular_file(path)
+    try:   # the head first, cheaply (the programs stay raw JSON), then the whole, typed in one pass
+        head = msgspec.json.decode(data, type=_Head)
+    except msgspec.ValidationError:
+        head = None
     except msgspec.DecodeError as exc:
-        raise BaselineError(path, f"not JSON ({exc}); record one with `kernlint baseline record`") from None
-    if not isinstance(raw, dict) or "schema_version" not in raw or "programs" not in raw:
+        raise BaselineError(path, f"not JSON ({shorten(str(exc))}); record one with `kernlint baseline record`"
+                            ) from None
+    except RecursionError:
+        raise BaselineError(path, "not a kernlint baseline: its JSON nests too deeply to read") from None
+    if head is None or head.schema_version is _MISSING or not memoryview(head.programs).nbytes:
         raise BaselineError(path, "not a kernlint baseline (no schema_version and programs); record one with "
                                   "`kernlint baseline record`")
-    if raw["schema_version"] != SCHEMA_VERSION:
-        raise BaselineError(path, f"baseline schema version {raw['schema_version']!r}; this kernlint reads "
-                                  f"version {SCHEMA_VERSION}: record it again with `kernlint baseline record`")
+    if head.schema_version != SCHEMA_VERSION:
+        raise BaselineError(path, f"baseline schema version {shorten(repr(head.schema_version))}; this kernlint "
+                                  f"reads version {SCHEMA_VERSION}: record it again with `kernlint baseline record`")
     try:
-        baseline = msgspec.convert(raw, Baseline)
+        baseline = msgspec.json.decode(data, type=Baseline)
     except msgspec.ValidationError as exc:
-        raise BaselineError(path, f"malformed baseline: {exc}") from None
+        raise BaselineError(path, f"malformed baseline: {shorten(str(exc))}") from None
+    except (msgspec.DecodeError, RecursionError):
+        raise BaselineError(path, "not a kernlint baseline: its JSON nests too deeply to read") from None
     for name, program in baseline.programs.items():
+        if program.runs < 1:
+            raise BaselineError(path, f"malformed baseline: {shorten(name)} has runs = {program.runs}; at least 1")
+        if len(program.total_us) > program.runs:
+            raise BaselineError(path, f"malformed baseline: {shorten(name)} has {len(program.total_us)} timed runs "
+                                      f"of {program.runs}")
         for label, scope in program.scopes.items():
             for launch in scope.launches:
+                if len(launch.us) != len(program.total_us):   # one sample per timed run, never an empty list
+                    raise BaselineError(path, f"malformed baseline: {shorten(name)} / {shorten(label)} / position "
+                                              f"{launch.pos} has {len(launch.us)} samples for "
+                                              f"{len(program.total_us)} timed runs")
                 if any(not (us >= 0 and us < float("inf")) for us in launch.us):
-                    raise BaselineError(path, f"malformed baseline: {name} / {label} / position {launch.pos} "
-                                              "has a negative or non-finite time")
+                    raise BaselineError(path, f"malformed baseline: {shorten(name)} / {shorten(label)} / position "
+                                              f"{launch.pos} has a negative or non-finite time")
     return baseline

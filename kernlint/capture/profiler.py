@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from kernlint.errors import ConfigError
 from kernlint.fileio import removed_on_signal
 
 __all__ = ["export_gzipped_trace", "profiling_quietly", "record_trace"]
@@ -103,6 +104,15 @@ def profiling_quietly(prof: profile, log: list[str] | None):
             prof.__exit__(*exc_info)
 
 
+def refuse_a_second_profiler(what: str) -> None:
+    """Raise ConfigError when a profiler is already running in this process: torch.profiler cannot nest, and
+    a second one started inside the first crashes the process (or records nothing)."""
+    if torch.autograd._profiler_enabled():
+        raise ConfigError(None, f"{what}: a profiler is already running in this process (another "
+                                "kernlint.profiling() or kernlint_check block, or torch.profiler); profilers "
+                                "do not nest: profile one block at a time")
+
+
 def record_trace(step: Callable[[], object], out_path: str | os.PathLike, *, device: str,
                  warmup: int = 1, steps: int = 1, log: list[str] | None = None) -> Path:
     """Calls ``step`` ``warmup`` times, then ``steps`` times under the profiler; writes ``out_path`` (gzip).
@@ -124,6 +134,7 @@ def record_trace(step: Callable[[], object], out_path: str | os.PathLike, *, dev
     if is_cuda:
         torch.cuda.synchronize()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if is_cuda else [])
+    refuse_a_second_profiler("profiling the workload")
     prof = profile(activities=activities, record_shapes=True, profile_memory=True, with_stack=True,
                    with_modules=True)
     with profiling_quietly(prof, log):

@@ -102,6 +102,8 @@ class TraceDamage:
     bad_host_fields: dict[str, int] = field(default_factory=dict)    # field -> host events with it unusable
     misplaced_launches: np.ndarray = field(default_factory=lambda: _EMPTY)  # in no op; External id names one
     misplaced_frames: np.ndarray = field(default_factory=lambda: _EMPTY)    # outside their Python parent
+    duplicate_events: np.ndarray = field(default_factory=lambda: _EMPTY)    # a repeat of an event kept already
+    shared_timestamp: int = 0         # events on the one timestamp most of the trace's events hold (times lost)
     # Both: every event with an unusable field.
     bad_rows: np.ndarray = field(default_factory=lambda: _EMPTY)
 
@@ -117,7 +119,8 @@ class TraceDamage:
     @property
     def touches_host(self) -> bool:
         """Host events could not be placed or read: every rule's verdict may rest on them."""
-        return bool(self.bad_host_fields or len(self.misplaced_launches) or len(self.misplaced_frames))
+        return bool(self.bad_host_fields or len(self.misplaced_launches) or len(self.misplaced_frames)
+                    or len(self.duplicate_events) or self.shared_timestamp)
 
     @property
     def touches_device(self) -> bool:
@@ -139,6 +142,12 @@ class TraceDamage:
         if len(self.misplaced_launches):
             lines.append(f"{_events(len(self.misplaced_launches), 'launch calls')} in no op although their "
                          "External id names one (a wrong time or thread)")
+        if len(self.duplicate_events):
+            lines.append(f"{_events(len(self.duplicate_events))} recorded twice (the same kind, name, time, "
+                         "thread and ids as another): counts and sequences would be wrong")
+        if self.shared_timestamp:
+            lines.append(f"{self.shared_timestamp} of the trace's events share one timestamp: its times were lost, "
+                         "so nothing can be ordered or nested")
         return lines
 
     def device_summary(self) -> list[str]:
@@ -180,7 +189,8 @@ class TraceDamage:
         out.update({f"device.{k}": n for k, n in self.bad_device_fields.items()})
         out.update({f"host.{k}": n for k, n in self.bad_host_fields.items()})
         out.update({"misplaced_launches": len(self.misplaced_launches),
-                    "misplaced_frames": len(self.misplaced_frames)})
+                    "misplaced_frames": len(self.misplaced_frames),
+                    "duplicate_events": len(self.duplicate_events), "shared_timestamp": self.shared_timestamp})
         return {k: n for k, n in out.items() if n}
 
 
@@ -231,7 +241,36 @@ def _compute(table: EventTable) -> TraceDamage:
                        misplaced_launches=_misplaced_launches(f, kind, flags, edges.past_end),
                        misplaced_frames=np.flatnonzero((flags & FRAME_OUTSIDE_PARENT) != 0).astype(np.int64),
                        unknown_device=_unknown_device(f, kind),
-                       misfit_launches=_misfit_launches(f, kind))
+                       misfit_launches=_misfit_launches(f, kind),
+                       duplicate_events=_duplicate_events(f, kind), shared_timestamp=_shared_timestamp(f, kind))
+
+
+# Kinds whose exact repeats are damage. Python frames and memory events are left out: zero-length frames and
+# allocator records may legitimately repeat at the timer's resolution.
+_DUPLICATE_KINDS = ("op", "kernel", "memcpy", "memset", "runtime", "gpu_annotation")
+_DUPLICATE_KEY = ("kind", "name", "ts", "dur", "pid", "tid", "correlation", "external_id")
+_TIMED_KINDS = ("op", "kernel", "memcpy", "memset", "runtime", "python")
+
+
+def _duplicate_events(f, kind: np.ndarray) -> np.ndarray:
+    """Rows that repeat an earlier row of a duplicate-checked kind in every key field (the later copies)."""
+    rows = np.flatnonzero(np.isin(kind, _DUPLICATE_KINDS))
+    if len(rows) < 2:
+        return _EMPTY
+    repeated = f.iloc[rows][list(_DUPLICATE_KEY)].duplicated(keep="first").to_numpy()
+    return rows[repeated].astype(np.int64)
+
+
+def _shared_timestamp(f, kind: np.ndarray) -> int:
+    """How many timed events sit on one timestamp, when more than half of them (at least 3) do; else 0.
+    Real traces never come close: an event's ts is its own start, to the nanosecond."""
+    ts = f["ts"].to_numpy()[np.isin(kind, _TIMED_KINDS)]
+    ts = ts[np.isfinite(ts)] if ts.dtype.kind == "f" else ts
+    if len(ts) < 3:
+        return 0
+    _, counts = np.unique(ts, return_counts=True)
+    most = int(counts.max())
+    return most if most * 2 > len(ts) else 0
 
 
 # A kernel starts after its launch began (clock conversion allows a little slack), and not hours later.

@@ -446,7 +446,35 @@ def decode_trace(data: bytes | bytearray, path: Path) -> RawTrace:
                          "decode") from None
 
 
+# `"traceEvents"` as an object key: a second one would silently replace the first (the last key wins).
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:')
+
+
+def _refuse_repeated_events_key(data: bytes | bytearray, path: Path) -> None:
+    """TraceError when the top-level object holds traceEvents twice. The byte search is a cheap screen (the
+    key may also sit inside a string or a nested object); only then is the top level parsed to decide."""
+    if data.count(b'"traceEvents"') < 2 or len(_EVENTS_KEY.findall(data)) < 2:
+        return
+    import json
+
+    repeated: list[bool] = []
+
+    def pairs(items):
+        keys = [k for k, _ in items]
+        repeated.append(keys.count("traceEvents") > 1)
+        return dict(items)
+
+    try:
+        json.loads(bytes(data), object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return   # not valid JSON: the decoder says why
+    if repeated and repeated[-1]:   # the hook sees the top-level object last
+        raise TraceError(path, "the top-level object holds traceEvents more than once: which list is the "
+                               "trace is unknown (a JSON reader keeps the last)")
+
+
 def _decode(data: bytes | bytearray, path: Path) -> RawTrace:
+    _refuse_repeated_events_key(data, path)
     try:
         return _trace_decoder.decode(data)
     except msgspec.ValidationError as exc:
