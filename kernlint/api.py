@@ -42,6 +42,7 @@ from kernlint.extras import require_capture
 from kernlint.report.safe import printable
 from kernlint.rules.result import (
     EXIT_CLEAN,
+    EXIT_INCOMPLETE,
     STATUS_FAILED,
     CheckResult,
     Finding,
@@ -127,6 +128,8 @@ class CheckReport(CheckResult):
                         + ", ".join(f"{o.rule} ({printable(r.trace)})" for r, o in self.incomplete))
         if self.unreadable:
             gaps.append(f"{len(self.unreadable)} entr{'y' if len(self.unreadable) == 1 else 'ies'} could not be read")
+        if self.exit_code == EXIT_INCOMPLETE and not gaps:   # incomplete as a whole (an empty block; no baseline match)
+            gaps.append(self.notes[-1] if self.notes else "not everything could be checked")
         if self.passed:
             below = f" ({n} below {self.fail_on})" if n else ""
             return f"passed: 0 findings at or above {self.fail_on}{below}; {checked}"
@@ -451,8 +454,16 @@ class ProfiledBlock:
             programs = {self.program: profile_program([table])}
             if self.keep_profile:
                 self.profile = programs[self.program]
-        return _check(self.rules, self.fail_on, tables=[table], baseline=self.baseline, programs=programs,
-                      recording=self.keep_profile)
+        result = _check(self.rules, self.fail_on, tables=[table], baseline=self.baseline, programs=programs,
+                        recording=self.keep_profile)
+        kinds = set(table.frame["kind"].unique().tolist()) if len(table) else set()
+        if not kinds & {"op", "kernel", "memcpy", "memset"} and result.exit_code == EXIT_CLEAN:
+            # An empty block proves nothing: never "passed" (the CLI's exit 4, could not fully check).
+            import dataclasses
+
+            result = dataclasses.replace(result, exit_code=EXIT_INCOMPLETE, notes=[
+                *result.notes, "the profiled block ran no torch op: nothing was checked"])
+        return result
 
     def _check_profile(self) -> CheckReport:
         from kernlint.trace.load import DEFAULT_MAX_TRACE_BYTES, load_trace

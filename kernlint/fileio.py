@@ -93,6 +93,11 @@ def _target(path: Path) -> Path:
     return target
 
 
+# A file name that is not UTF-8 reaches a report as lone surrogates (the file system encoding keeps its bytes);
+# written out, each becomes a visible escape (\udcff) instead of failing the whole report.
+_ENCODE_ERRORS = "backslashreplace"
+
+
 def write_text_atomically(path: str | os.PathLike, text: str) -> Path:
     """Write `text` to a temporary file beside `path`, then rename it into place: a reader never sees a
     half-written file, and a failed or interrupted write (SIGTERM, SIGINT, SIGHUP included) leaves nothing
@@ -103,7 +108,7 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> Path:
     - the folder must exist (FileNotFoundError "folder does not exist"; nothing is created);
     - an existing target that is not a regular file (a FIFO, /dev/stdout, a terminal) is written directly.
 
-    Returns the path written. Raises OSError (or UnicodeEncodeError for text that UTF-8 cannot hold).
+    Returns the path written. Raises OSError.
     """
     path = Path(path)
     target = _target(path)
@@ -114,7 +119,7 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> Path:
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
     if st is not None and not stat.S_ISREG(st.st_mode):
-        with open(target, "w", encoding="utf-8") as fh:
+        with open(target, "w", encoding="utf-8", errors=_ENCODE_ERRORS) as fh:
             _write_all(fh, text)
         return path
     mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
@@ -123,7 +128,7 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> Path:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         pending.add(tmp)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            with os.fdopen(fd, "w", encoding="utf-8", errors=_ENCODE_ERRORS) as fh:
                 os.fchmod(fh.fileno(), mode)
                 _write_all(fh, text)
                 fh.flush()

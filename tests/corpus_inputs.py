@@ -345,6 +345,20 @@ def two_trace_events_keys(folder: Path) -> list[str]:
     return _check(_write(folder, f'{{"traceEvents": {events}, "schemaVersion": 1, "traceEvents": []}}'))
 
 
+def _not_utf8_name(folder: Path) -> Path:
+    trace = folder / os.fsdecode(b"regressed-\xff.pt.trace.json.gz")   # bytes that are not UTF-8
+    trace.write_bytes(REGRESSED.read_bytes())
+    return trace
+
+
+def non_utf8_file_name_sarif(folder: Path) -> list[str]:
+    return ["check", str(_not_utf8_name(folder)), "--format", "sarif"]
+
+
+def non_utf8_file_name_text_to_a_file(folder: Path) -> list[str]:
+    return ["check", str(_not_utf8_name(folder)), "-o", str(folder / "report.txt")]
+
+
 def record_from_dangling_correlation(folder: Path) -> list[str]:
     """`baseline record` from a trace whose fill kernel lost its launch: refused, nothing written."""
     check = dangling_correlation(folder)

@@ -337,3 +337,10 @@ def test_a_profiling_block_inside_another_is_refused_in_one_line():
     lines = [line for line in done.stdout.splitlines() if line]
     assert lines[0].startswith("refused: kernlint.profiling(): a profiler is already running in this process")
     assert lines[-1] == "outer finished: True"
+
+
+def test_an_empty_profiling_block_is_not_passed():
+    with kernlint.profiling(device="cpu") as run:
+        pass
+    assert not run.result.passed and run.result.exit_code == 4
+    assert run.result.summary.startswith("failed: the profiled block ran no torch op: nothing was checked")

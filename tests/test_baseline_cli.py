@@ -101,9 +101,22 @@ def test_the_baseline_path_can_come_from_the_config(tmp_path):
     assert result.exit_code == 1 and "KL801" in result.output
 
 
+def _recorded(change) -> str:
+    data = json.loads((ROOT / "fixtures" / "baselines" / "h200-fp8-block-linear.json").read_text())
+    change(data["programs"]["fp8-block-linear"])
+    return json.dumps(data)
+
+
 @pytest.mark.parametrize("content, problem", [
     ("", "not JSON"),
     ('{"schema_version": 7, "programs": {}}', "baseline schema version 7"),
+    # issue 22: deep nesting, bad run counts, more samples than runs, megabyte values
+    ('{"schema_version": 1, "programs": ' + "[" * 100_000 + "]" * 100_000 + "}", "nests too deeply"),
+    (_recorded(lambda p: p.update(runs=-3)), "fp8-block-linear has runs = -3; at least 1"),
+    (_recorded(lambda p: p.update(total_us=p["total_us"] * 2)), "has 40 timed runs of 20"),
+    (_recorded(lambda p: next(iter(p["scopes"].values()))["launches"][0].update(us=[1.0] * 21)),
+     "has 21 samples for 20 runs"),
+    ('{"schema_version": "' + "x" * 1_000_000 + '", "programs": {}}', "more characters)"),
 ])
 def test_a_bad_baseline_is_one_line_exit_2(tmp_path, content, problem):
     bad = tmp_path / "b.json"
@@ -201,3 +214,11 @@ def test_a_baseline_that_meets_none_of_the_checked_programs_is_incomplete_never_
         allowed = kernlint("check", REGRESSED, "--baseline", baseline, "--select", "KL8", "--allow-incomplete",
                            "--isolated", cwd=tmp_path)
         assert allowed.exit_code == 0, allowed.output
+
+
+def test_a_baseline_path_that_is_a_fifo_is_refused_without_waiting(tmp_path):
+    fifo = tmp_path / "baseline.json"
+    os.mkfifo(fifo)
+    result = CliRunner().invoke(main, ["check", str(CLEAN), "--baseline", str(fifo), "--isolated"])
+    assert result.exit_code == 2
+    assert "not a regular file (a FIFO, socket or device)" in result.output

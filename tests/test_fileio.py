@@ -25,13 +25,39 @@ def test_write_replaces_the_target_whole(tmp_path):
     assert sorted(p.name for p in target.parent.iterdir()) == ["report.json"]
 
 
-def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch):
     target = tmp_path / "report.json"
     target.write_text("old")
-    with pytest.raises(UnicodeEncodeError):
-        write_text_atomically(target, "bad \ud800 surrogate")
+    real_fdopen = os.fdopen
+
+    class Full:   # a disk that fills up halfway through the write
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self.fh.__exit__(*exc)
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+        def write(self, text):
+            self.fh.write(text[:1])
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fdopen", lambda *a, **k: Full(real_fdopen(*a, **k)))
+    with pytest.raises(OSError, match="No space left"):
+        write_text_atomically(target, "new text")
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+
+
+def test_a_name_that_is_not_utf8_is_written_escaped(tmp_path):
+    """A file name with bytes that are not UTF-8 reaches a report as lone surrogates: shown as an escape."""
+    target = write_text_atomically(tmp_path / "report.txt", "bad \udcff name")
+    assert target.read_text() == "bad \\udcff name"
 
 
 @pytest.fixture

@@ -106,7 +106,26 @@ def damage(draw):
     data = copy.deepcopy(REGRESSED)
     events = data["traceEvents"]
     relevant = [i for i, e in enumerate(events) if e.get("cat") in _ESSENTIAL]
-    how = draw(st.sampled_from(["field", "remove", "same-correlation"]))
+    how = draw(st.sampled_from(["field", "remove", "same-correlation", "duplicate", "equal-ts", "repeated-key"]))
+    if how == "duplicate":   # one essential event (the anchor, the fill, a launch...) or every kernel, twice
+        if draw(st.booleans()):
+            events += [dict(e) for e in events if e.get("cat") == "kernel"]
+        else:
+            events.append(copy.deepcopy(events[draw(st.sampled_from(relevant))]))
+        return data
+    if how == "equal-ts":   # every ts, or all but a few, one value
+        keep = draw(st.sets(st.sampled_from(relevant), max_size=3))
+        value = draw(st.sampled_from([0, 1_000_000, 1.5]))
+        for i, e in enumerate(events):
+            if "ts" in e and i not in keep:
+                e["ts"] = value
+        return data
+    if how == "repeated-key":   # a key of one event (or of its args) written twice, the second value another
+        i = draw(st.sampled_from(relevant))
+        inner = draw(st.booleans()) and isinstance(events[i].get("args"), dict) and "correlation" in events[i]["args"]
+        key = "correlation" if inner else draw(st.sampled_from(["ts", "dur", "name", "cat", "pid", "tid"]))
+        other = draw(st.sampled_from([0, 12_345, "aten::mm", 9e9]))
+        return RepeatedKey(data, i, key, other, inner)
     if how == "same-correlation":
         for e in events:
             if isinstance(e.get("args"), dict) and "correlation" in e["args"]:
@@ -134,10 +153,41 @@ def damage(draw):
     return data
 
 
+class RepeatedKey:
+    """A trace whose event `index` holds `key` twice (in its args for `inner`): JSON that dicts cannot hold,
+    written as text."""
+
+    def __init__(self, data: dict, index: int, key: str, other, inner: bool):
+        self.data, self.index, self.key, self.other, self.inner = data, index, key, other, inner
+
+    def __getitem__(self, name):
+        return self.data[name]
+
+    def text(self) -> str:
+        events = self.data["traceEvents"]
+        target = events[self.index]
+        extra = f", {json.dumps(self.key)}: {json.dumps(self.other)}"
+        if self.inner:
+            args = json.dumps(target["args"])
+            body = json.dumps({k: v for k, v in target.items() if k != "args"})
+            one = body[:-1] + ', "args": ' + args[:-1] + extra + "}}"
+        else:
+            one = json.dumps(target)[:-1] + extra + "}"
+        parts = [one if i == self.index else json.dumps(e) for i, e in enumerate(events)]
+        rest = json.dumps({k: v for k, v in self.data.items() if k != "traceEvents"})
+        return '{"traceEvents": [' + ", ".join(parts) + "], " + rest[1:]
+
+
 @PROFILE
-@given(damaged=damage())
-def test_a_damaged_regressed_trace_is_never_passed(tmp_path_factory, damaged):
-    path = _write(tmp_path_factory.mktemp("damaged"), damaged)
+@given(damaged=damage(), shuffle=st.randoms(use_true_random=False))
+def test_a_damaged_regressed_trace_is_never_passed(tmp_path_factory, damaged, shuffle):
+    if isinstance(damaged, RepeatedKey):
+        path = tmp_path_factory.mktemp("damaged") / "t.json"
+        path.write_text(damaged.text())
+    else:
+        if shuffle.random() < 0.3:   # the order of events in the file says nothing: reordered, still caught
+            shuffle.shuffle(damaged["traceEvents"])
+        path = _write(tmp_path_factory.mktemp("damaged"), damaged)
     try:
         table = load_trace(path)
     except TraceError:
@@ -151,6 +201,8 @@ def test_a_damaged_regressed_trace_is_never_passed(tmp_path_factory, damaged):
 
 def _changes(damaged) -> list:
     """What the damage changed in the regressed trace, for the failure message."""
+    if isinstance(damaged, RepeatedKey):
+        return [("repeated key", damaged.data["traceEvents"][damaged.index], damaged.key, damaged.other)]
     before, after = REGRESSED["traceEvents"], damaged["traceEvents"]
     if len(before) != len(after):
         gone = [e for e in before if e not in after]

@@ -51,12 +51,17 @@ def _uri(path: str) -> str:
     absolute ones become file:// URIs."""
     posix = path.replace("\\", "/")
     if _WINDOWS_DRIVE.match(posix):
-        return "file:///" + posix[:2] + quote(posix[2:], safe=_PATH_SAFE)
+        return "file:///" + posix[:2] + _quoted(posix[2:])
     if posix.startswith("/"):
-        return "file://" + quote(posix, safe=_PATH_SAFE)
+        return "file://" + _quoted(posix)
     while posix.startswith("./"):
         posix = posix[2:]
-    return quote(posix, safe=_PATH_SAFE)
+    return _quoted(posix)
+
+
+def _quoted(path: str) -> str:
+    # A file name that is not UTF-8 (its bytes kept by the file system encoding) is percent-encoded as bytes.
+    return quote(path, safe=_PATH_SAFE, errors="surrogateescape")
 
 
 def _source_location(source: str | None) -> tuple[str, int] | None:

@@ -450,31 +450,51 @@ def decode_trace(data: bytes | bytearray, path: Path) -> RawTrace:
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:')
 
 
-def _refuse_repeated_events_key(data: bytes | bytearray, path: Path) -> None:
-    """TraceError when the top-level object holds traceEvents twice. The byte search is a cheap screen (the
-    key may also sit inside a string or a nested object); only then is the top level parsed to decide."""
-    if data.count(b'"traceEvents"') < 2 or len(_EVENTS_KEY.findall(data)) < 2:
+# Traces up to this much JSON are searched for any key repeated in an object (an event's ts written twice: a
+# JSON reader keeps the last, so the event moves or is renamed unseen). The search parses the whole text once
+# more in Python: about 55 ms a MB, so larger traces are searched for a repeated traceEvents key only.
+REPEATED_KEY_SEARCH_BYTES = 4 << 20
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str, keys: list[str]):
+        self.key, self.keys = key, keys
+
+
+def _refuse_repeated_keys(data: bytes | bytearray, path: Path) -> None:
+    """TraceError when an object holds a key twice: at the top level (traceEvents) in every trace, in any
+    object in traces up to REPEATED_KEY_SEARCH_BYTES. A byte search screens out the large traces with one
+    traceEvents key, the common case, before anything is parsed."""
+    small = len(data) <= REPEATED_KEY_SEARCH_BYTES
+    if not small and (data.count(b'"traceEvents"') < 2 or len(_EVENTS_KEY.findall(data)) < 2):
         return
     import json
 
-    repeated: list[bool] = []
+    top: list[list[str]] = []
 
     def pairs(items):
         keys = [k for k, _ in items]
-        repeated.append(keys.count("traceEvents") > 1)
+        if small and len(set(keys)) != len(keys):
+            raise _RepeatedKey(next(k for k in keys if keys.count(k) > 1), keys)
+        top[:] = [keys]   # the hook sees the top-level object last
         return dict(items)
 
     try:
         json.loads(bytes(data), object_pairs_hook=pairs)
+    except _RepeatedKey as found:
+        where = ("the top-level object" if "traceEvents" in found.keys
+                 else "an event" if {"ph", "ts", "name"} & set(found.keys) else "an event's args")
+        raise TraceError(path, f"{where} holds the key {found.key!r} more than once: which value is meant is "
+                               "unknown (a JSON reader keeps the last)") from None
     except (ValueError, RecursionError):
         return   # not valid JSON: the decoder says why
-    if repeated and repeated[-1]:   # the hook sees the top-level object last
-        raise TraceError(path, "the top-level object holds traceEvents more than once: which list is the "
-                               "trace is unknown (a JSON reader keeps the last)")
+    if top and top[0].count("traceEvents") > 1:
+        raise TraceError(path, "the top-level object holds the key 'traceEvents' more than once: which list is "
+                               "the trace is unknown (a JSON reader keeps the last)")
 
 
 def _decode(data: bytes | bytearray, path: Path) -> RawTrace:
-    _refuse_repeated_events_key(data, path)
+    _refuse_repeated_keys(data, path)
     try:
         return _trace_decoder.decode(data)
     except msgspec.ValidationError as exc:
