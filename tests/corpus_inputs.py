@@ -359,6 +359,22 @@ def non_utf8_file_name_text_to_a_file(folder: Path) -> list[str]:
     return ["check", str(_not_utf8_name(folder)), "-o", str(folder / "report.txt")]
 
 
+def utf8_bom(folder: Path) -> list[str]:
+    path = folder / "bom.pt.trace.json"
+    path.write_bytes(b"\xef\xbb\xbf" + gzip.decompress(REGRESSED.read_bytes()))
+    return _check(path)
+
+
+def utf16_text(folder: Path) -> list[str]:
+    path = folder / "utf16.pt.trace.json"
+    path.write_bytes(gzip.decompress(REGRESSED.read_bytes()).decode().encode("utf-16"))
+    return _check(path)
+
+
+def scheduler_that_refuses(folder: Path) -> list[str]:
+    return ["check", str(REGRESSED), "--scheduler", "tcp://127.0.0.1:1"]   # port 1: nothing listens
+
+
 def record_from_dangling_correlation(folder: Path) -> list[str]:
     """`baseline record` from a trace whose fill kernel lost its launch: refused, nothing written."""
     check = dangling_correlation(folder)

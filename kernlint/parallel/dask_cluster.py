@@ -8,7 +8,9 @@ against this process's working directory). Dask is an optional extra: `pip insta
 from __future__ import annotations
 
 import logging
+import re
 import signal
+import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -33,9 +35,26 @@ def _distributed():
     return distributed
 
 
+def _probe(address: str) -> None:
+    """A tcp:// scheduler that refuses or does not answer fails here at once: Dask's client would retry
+    for its whole timeout before saying so."""
+    found = re.fullmatch(r"tcp://\[?([^\]/]+?)\]?:(\d+)/?", address)
+    if not found:
+        return   # another protocol (tls://, ucx://, inproc://): Dask's client decides
+    try:
+        socket.create_connection((found.group(1), int(found.group(2))), timeout=_PROBE_S).close()
+    except OSError as exc:
+        raise ConfigError(None, f"--scheduler {address}: cannot connect to a Dask scheduler there "
+                                f"({exc.strerror or type(exc).__name__})") from None
+
+
+_PROBE_S = 5.0
+
+
 def _connect(distributed, address: str | None, workers: int):
     """(client, cluster or None): a client of the cluster at `address`, or of a new local one."""
     if address:
+        _probe(address)
         try:
             return distributed.Client(address, timeout="15s", set_as_default=False), None
         except (OSError, TimeoutError, ValueError) as exc:

@@ -493,7 +493,18 @@ def _refuse_repeated_keys(data: bytes | bytearray, path: Path) -> None:
                                "the trace is unknown (a JSON reader keeps the last)")
 
 
+_UTF8_BOM = b"\xef\xbb\xbf"
+_WIDE_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16",
+              b"\xfe\xff": "UTF-16"}
+
+
 def _decode(data: bytes | bytearray, path: Path) -> RawTrace:
+    if data[:3] == _UTF8_BOM:   # a byte-order mark some editors and Windows tools write: JSON readers skip it
+        data = data[3:]
+    for bom, encoding in _WIDE_BOMS.items():
+        if data[:len(bom)] == bom:
+            raise TraceError(path, f"{encoding} text: kernlint reads traces in UTF-8, as torch.profiler writes "
+                                   f"them (convert it: iconv -f {encoding} -t UTF-8)")
     _refuse_repeated_keys(data, path)
     try:
         return _trace_decoder.decode(data)
