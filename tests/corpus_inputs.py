@@ -359,6 +359,10 @@ def non_utf8_file_name_text_to_a_file(folder: Path) -> list[str]:
     return ["check", str(_not_utf8_name(folder)), "-o", str(folder / "report.txt")]
 
 
+def run_a_path_that_is_not_python(folder: Path) -> list[str]:
+    return ["run", "/etc/passwd:build", "--device", "cpu", "--out", str(folder / "runs")]
+
+
 def utf8_bom(folder: Path) -> list[str]:
     path = folder / "bom.pt.trace.json"
     path.write_bytes(b"\xef\xbb\xbf" + gzip.decompress(REGRESSED.read_bytes()))

@@ -11,6 +11,7 @@ import threading
 
 import pytest
 
+from kernlint import fileio
 from kernlint.fileio import write_text_atomically
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -28,26 +29,12 @@ def test_write_replaces_the_target_whole(tmp_path):
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch):
     target = tmp_path / "report.json"
     target.write_text("old")
-    real_fdopen = os.fdopen
 
-    class Full:   # a disk that fills up halfway through the write
-        def __init__(self, fh):
-            self.fh = fh
+    def disk_full(fh, text):   # the disk fills up after the first character
+        fh.write(text[:1])
+        raise OSError(28, "No space left on device")
 
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return self.fh.__exit__(*exc)
-
-        def __getattr__(self, name):
-            return getattr(self.fh, name)
-
-        def write(self, text):
-            self.fh.write(text[:1])
-            raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "fdopen", lambda *a, **k: Full(real_fdopen(*a, **k)))
+    monkeypatch.setattr(fileio, "_write_all", disk_full)
     with pytest.raises(OSError, match="No space left"):
         write_text_atomically(target, "new text")
     assert target.read_text() == "old"
