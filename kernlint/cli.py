@@ -37,7 +37,7 @@ from rich.console import Console
 
 from kernlint._version import __version__
 from kernlint.config import SELECTION_KEYS, Config, described, param_name, parse_size, resolve_config
-from kernlint.errors import ConfigError, KernlintError, TraceError, WorkloadError
+from kernlint.errors import ConfigError, KernlintError, TraceError
 from kernlint.extras import require_capture
 from kernlint.fileio import write_text_atomically
 from kernlint.report.safe import printable
@@ -721,20 +721,23 @@ _device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cp
               help="Steps run before the profiled one (compilation and caches warm up there).")
 @click.option("--nproc", type=click.IntRange(1, 64), default=None,
               help="Run on N ranks (NCCL on GPUs, gloo on the CPU); one trace a rank.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+              help="Stop the workload after SECONDS: one error line, nothing checked (exit 2). Default: no limit.")
 @_repeat_option
 @_check_options
-def run(target, device, out_dir, warmup, nproc, repeat, **params):
+def run(target, device, out_dir, warmup, nproc, timeout_s, repeat, **params):
     """Profile a workload (a built-in name, module:callable or file.py:callable), then check its trace.
 
     The callable takes the device ("cpu"/"cuda") and returns the step to profile, or is the step itself.
-    Built-in names include the regressed variants where the source checkout has them.
+    Built-in names include the regressed variants where the source checkout has them. The workload runs in a
+    process of its own; what it prints goes to stderr as it comes.
     """
     options = CheckOptions.from_params(params)
     debug = options.debug
 
     def body() -> int:
         require_capture("kernlint run")
-        from kernlint.capture.runner import profile_workload
+        from kernlint.capture.child import run_in_child
         from kernlint.workloads import known_workloads, resolve_device, resolve_target
 
         dev = resolve_device(device)
@@ -744,19 +747,17 @@ def run(target, device, out_dir, warmup, nproc, repeat, **params):
 
             with _progress() as progress:
                 progress.add_task(f"profiling {workload.name} on {nproc} {dev} rank(s)", total=None)
-                traces = launch(target, nproc, dev, out_dir, workload.name, warmup=warmup, steps=repeat)
+                traces = launch(target, nproc, dev, out_dir, workload.name, warmup=warmup, steps=repeat,
+                                timeout_s=timeout_s or 900.0)   # ranks that wait for a dead peer: stopped
             return _run_check(traces, options, notes=[f"Traces: {traces[0].parent} ({nproc} ranks)"])
         if workload.distributed:
             raise ConfigError(None, f"{workload.name} is a distributed workload: add --nproc N")
         with _progress() as progress:
             progress.add_task(f"profiling {workload.name} on {dev}", total=None)
-            try:
-                result = profile_workload(workload.build, dev, out_dir, workload.name, label=target, warmup=warmup,
-                                          steps=repeat, extra={"workload": workload.name, "target": target})
-            except WorkloadError as exc:
-                if debug and exc.__cause__ is not None:   # --debug: the workload's own traceback
-                    raise exc.__cause__ from None
-                raise
+            # --debug: the child prints the workload's own traceback, streamed with the rest of its output
+            result = run_in_child(target, dev, out_dir, workload.name, label=target, warmup=warmup, steps=repeat,
+                                  timeout_s=timeout_s, debug=debug,
+                                  on_output=lambda line: click.echo(line, err=True))
         note = f"Trace: {result.trace} (captured in {result.wall_seconds:.1f} s); run metadata: {result.metadata}"
         # Where the trace went is what `run` made: said unless -q; the profiler's own log only with -v.
         notes = [note] + ([f"profiler: {line}" for line in result.profiler_log]

@@ -36,7 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     # Where the ranks meet (an init_method URL, a file:// store); rank and world size then come from the
     # environment. Without it: env:// (torchrun's MASTER_ADDR / MASTER_PORT).
     parser.add_argument("--kl-init", dest="init", default=None)
+    # One process, no process group: `kernlint run TARGET` (kernlint.capture.child reads what it prints).
+    parser.add_argument("--kl-single", dest="single", action="store_true")
+    parser.add_argument("--kl-label", dest="label", default=None)
+    parser.add_argument("--kl-debug", dest="debug", action="store_true")
     args = parser.parse_args(argv)
+    if args.single:
+        return _single(args)
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     device = Device.parse(args.device)
     if device.is_gpu:
@@ -63,6 +69,32 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         dist.destroy_process_group()
+    return 0
+
+
+def _single(args) -> int:
+    """The workload alone: its trace path, the profiler's log, or its kernlint error, as lines for the parent
+    (kernlint.capture.child)."""
+    import json
+    import traceback
+
+    from kernlint.capture.runner import profile_workload
+    from kernlint.errors import KernlintError
+
+    try:
+        workload = resolve_target(args.target, known_workloads())
+        result = profile_workload(workload.build, args.device, args.out, args.run, label=args.label or args.target,
+                                  warmup=args.warmup, steps=args.steps,
+                                  extra={"workload": workload.name, "target": args.target})
+    except KernlintError as exc:
+        if args.debug and exc.__cause__ is not None:   # --debug: the workload's own traceback
+            traceback.print_exception(exc.__cause__)
+        payload = {"type": type(exc).__name__, "path": exc.path, "problem": exc.problem, "line": exc.line}
+        print(f"kernlint-child-error: {json.dumps(payload)}", flush=True)
+        return 1
+    for line in result.profiler_log:
+        print(f"kernlint-child-profiler: {line}")
+    print(f"kernlint-child-trace: {result.trace}", flush=True)
     return 0
 
 

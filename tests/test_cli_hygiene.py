@@ -7,6 +7,7 @@ import json
 import os
 import random
 import re
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -254,10 +255,14 @@ def test_numpy_runtime_warnings_never_reach_stderr(clean_trace, monkeypatch):
     ("def build():\n    sys.exit(0)\n", "sys.exit(0)"),
     ("def build(device):\n    def step():\n        raise KeyboardInterrupt\n    return step\n", "KeyboardInterrupt"),
     ("sys.exit(0)\ndef build(device):\n    return lambda: None\n", "sys.exit(0)"),
+    # issue 22: os._exit skips every handler; the workload's own process ends, kernlint's goes on
+    ("def build(device):\n    def step():\n        os._exit(0)\n    return step\n", "os._exit()"),
+    ("def build(device):\n    os._exit(0)\n", "os._exit()"),
+    ("def build(device):\n    def step():\n        os.kill(os.getpid(), 9)\n    return step\n", "signal 9"),
 ])
 def test_run_of_a_workload_that_exits_is_an_error_naming_the_target(tmp_path, body, what):
     workload = tmp_path / "exiting.py"
-    workload.write_text("import sys\n" + body)
+    workload.write_text("import os, sys\n" + body)
     proc = cli("run", f"{workload}:build", "--device", "cpu", "--out", tmp_path / "out")
     assert proc.returncode == 2, proc
     assert proc.stdout == ""
@@ -265,6 +270,31 @@ def test_run_of_a_workload_that_exits_is_an_error_naming_the_target(tmp_path, bo
     assert len(lines) == 1, proc.stderr
     assert str(workload) in lines[0] and what in lines[0], lines[0]
     assert not list((tmp_path / "out").rglob("*.json*")), "no trace, no metadata"
+
+
+def test_run_stops_a_workload_past_its_timeout_and_streams_what_it_prints(tmp_path):
+    workload = tmp_path / "slow.py"
+    workload.write_text("import time\ndef build(device):\n    print('building the slow step', flush=True)\n"
+                        "    def step():\n        time.sleep(600)\n    return step\n")
+    start = time.perf_counter()
+    # The limit covers the child's start (torch's import, a few seconds on a loaded machine) and the workload.
+    proc = cli("run", f"{workload}:build", "--device", "cpu", "--out", tmp_path / "out", "--timeout", "15")
+    assert time.perf_counter() - start < 90
+    assert proc.returncode == 2 and proc.stdout == "", proc
+    lines = proc.stderr.splitlines()
+    assert lines[0] == "building the slow step", lines   # the workload's own output, passed through
+    assert lines[-1].endswith(f"{workload}:build: the workload did not finish within 15 s (--timeout); it was "
+                              "stopped and nothing was checked"), lines
+
+
+def test_a_workload_that_prints_much_is_streamed_and_its_report_stays_clean(tmp_path):
+    workload = tmp_path / "chatty.py"
+    workload.write_text("import torch\ndef build(device):\n    for i in range(20000):\n"
+                        "        print('line', i, 'x' * 100)\n    return lambda: torch.ones(4).sum()\n")
+    proc = cli("run", f"{workload}:build", "--device", "cpu", "--out", tmp_path / "out", "--format", "json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["summary"]["traces"] == 1   # stdout is the report alone
+    assert proc.stderr.count("\nline ") >= 19_999
 
 
 # -- 6. audit --replay without recorded cases ------------------------------------------------------------
