@@ -184,7 +184,12 @@ def split_rules(rules: str | os.PathLike | Iterable[str | os.PathLike] | None) -
     """`rules` as (extra rule paths, selectors); see the module docstring."""
     if rules is None:
         return [], []
-    items = [rules] if isinstance(rules, (str, os.PathLike)) else list(rules)
+    if isinstance(rules, (str, os.PathLike)):
+        items = [rules]
+    elif isinstance(rules, Iterable):
+        items = list(rules)
+    else:
+        raise TypeError(f"rules: expected a rule id, name or path, or a list of them; got {type(rules).__name__}")
     paths: list[Path] = []
     selectors: list[str] = []
     for item in items:
@@ -197,7 +202,7 @@ def split_rules(rules: str | os.PathLike | Iterable[str | os.PathLike] | None) -
         elif _looks_like_path(item):
             raise RuleFileError(item, "no such rule file or folder")
         else:
-            selectors += _selectors(item)
+            selectors += _selectors(item, "rules")
     return paths, selectors
 
 
@@ -209,12 +214,21 @@ def resolve_rules(rules: str | os.PathLike | Iterable[str | os.PathLike] | None 
     from kernlint.rules.loader import load_rules, select_rules
 
     paths, selectors = split_rules(rules)
-    return select_rules(load_rules(paths, builtin=builtin), selectors + _selectors(select), _selectors(ignore))
+    return select_rules(load_rules(paths, builtin=builtin), selectors + _selectors(select),
+                        _selectors(ignore, "ignore"))
 
 
-def _selectors(values: str | Iterable[str]) -> list[str]:
+def _selectors(values: str | Iterable[str], what: str = "select") -> list[str]:
     """"KL001,KL002" or ["KL001", "KL0"] as a flat list, like the CLI's comma-separated options."""
-    values = [values] if isinstance(values, str) else list(values)
+    if isinstance(values, str):
+        values = [values]
+    elif isinstance(values, Iterable):
+        values = list(values)
+    else:
+        values = [values]
+    bad = [v for v in values if not isinstance(v, str)]
+    if bad:
+        raise TypeError(f"{what}: expected rule ids, prefixes or names (strings), got {type(bad[0]).__name__}")
     return [s.strip() for value in values for s in value.split(",") if s.strip()]
 
 

@@ -344,3 +344,14 @@ def test_an_empty_profiling_block_is_not_passed():
         pass
     assert not run.result.passed and run.result.exit_code == 4
     assert run.result.summary.startswith("failed: the profiled block ran no torch op: nothing was checked")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"rules": 5}, "rules: expected a rule id, name or path, or a list of them; got int"),
+    ({"select": 5}, "select: expected rule ids, prefixes or names (strings), got int"),
+    ({"ignore": [3]}, "ignore: expected rule ids, prefixes or names (strings), got int"),
+])
+def test_wrong_option_types_say_which_option_and_what_it_takes(options, message):
+    with pytest.raises(TypeError) as info:
+        kernlint.check(str(GPU), **options)
+    assert str(info.value) == message
