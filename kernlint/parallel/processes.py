@@ -40,11 +40,19 @@ def _context():
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
+    processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
-    # A worker still busy with a large trace would hold the exit until it finishes: end it.
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    # A worker still busy with a large trace would hold the exit until it finishes: end it, and wait for it
+    # to be gone, so that the pool's manager thread (which the interpreter joins at exit) sees a dead pool at
+    # once instead of waiting on work that was cancelled.
+    for process in processes:
         if process.is_alive():
             process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=5)
 
 
 def run(fn, shared: tuple, items: list, *, workers: int, address: str | None = None
