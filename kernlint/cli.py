@@ -722,7 +722,8 @@ _device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cp
 @click.option("--nproc", type=click.IntRange(1, 64), default=None,
               help="Run on N ranks (NCCL on GPUs, gloo on the CPU); one trace a rank.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
-              help="Stop the workload after SECONDS: one error line, nothing checked (exit 2). Default: no limit.")
+              help="Stop the workload after SECONDS of its own time (its import, build and steps; kernlint's start "
+                   "is not counted): one error line, nothing checked (exit 2). Default: no limit.")
 @_repeat_option
 @_check_options
 def run(target, device, out_dir, warmup, nproc, timeout_s, repeat, **params):
@@ -737,25 +738,27 @@ def run(target, device, out_dir, warmup, nproc, timeout_s, repeat, **params):
 
     def body() -> int:
         require_capture("kernlint run")
-        from kernlint.capture.child import run_in_child
-        from kernlint.workloads import known_workloads, resolve_device, resolve_target
-
-        dev = resolve_device(device)
-        workload = resolve_target(target, known_workloads())
         if nproc is not None:
             from kernlint.capture.distributed import launch
+            from kernlint.workloads import known_workloads, resolve_device, resolve_target
 
+            dev = resolve_device(device)
+            workload = resolve_target(target, known_workloads())
             with _progress() as progress:
                 progress.add_task(f"profiling {workload.name} on {nproc} {dev} rank(s)", total=None)
                 traces = launch(target, nproc, dev, out_dir, workload.name, warmup=warmup, steps=repeat,
                                 timeout_s=timeout_s or 900.0)   # ranks that wait for a dead peer: stopped
             return _run_check(traces, options, notes=[f"Traces: {traces[0].parent} ({nproc} ranks)"])
-        if workload.distributed:
-            raise ConfigError(None, f"{workload.name} is a distributed workload: add --nproc N")
+        from kernlint.capture.child import run_in_child, run_name_of
+
+        # One process: the child resolves the target and the device (an unknown name, a missing GPU or a
+        # distributed workload come back as its one-line error), so this process never imports torch or
+        # the user's module.
+        name = run_name_of(target)
         with _progress() as progress:
-            progress.add_task(f"profiling {workload.name} on {dev}", total=None)
+            progress.add_task(f"profiling {name}", total=None)
             # --debug: the child prints the workload's own traceback, streamed with the rest of its output
-            result = run_in_child(target, dev, out_dir, workload.name, label=target, warmup=warmup, steps=repeat,
+            result = run_in_child(target, device, out_dir, name, label=target, warmup=warmup, steps=repeat,
                                   timeout_s=timeout_s, debug=debug,
                                   on_output=lambda line: click.echo(line, err=True))
         note = f"Trace: {result.trace} (captured in {result.wall_seconds:.1f} s); run metadata: {result.metadata}"

@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kernlint.capture.distributed")
     # Prefixed so that torchrun's own parser, which sees these too, takes none of them for its options.
     parser.add_argument("--kl-target", dest="target", required=True)
-    parser.add_argument("--kl-device", dest="device", required=True, choices=["cpu", "cuda"])
+    parser.add_argument("--kl-device", dest="device", required=True, choices=["cpu", "cuda", "auto"])
     parser.add_argument("--kl-out", dest="out", required=True)
     parser.add_argument("--kl-run", dest="run", required=True)
     # The run folder the launcher made for this invocation; every rank writes into it.
@@ -79,11 +79,16 @@ def _single(args) -> int:
     import traceback
 
     from kernlint.capture.runner import profile_workload
-    from kernlint.errors import KernlintError
+    from kernlint.errors import ConfigError, KernlintError
+    from kernlint.workloads import resolve_device
 
+    print("kernlint-child-ready", flush=True)   # the workload's time (--timeout) starts here
     try:
+        device = resolve_device(args.device)
         workload = resolve_target(args.target, known_workloads())
-        result = profile_workload(workload.build, args.device, args.out, args.run, label=args.label or args.target,
+        if workload.distributed:
+            raise ConfigError(None, f"{workload.name} is a distributed workload: add --nproc N")
+        result = profile_workload(workload.build, device, args.out, args.run, label=args.label or args.target,
                                   warmup=args.warmup, steps=args.steps,
                                   extra={"workload": workload.name, "target": args.target})
     except KernlintError as exc:

@@ -211,8 +211,9 @@ def test_block(kernlint_check):
     result = project.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     assert "KL001 fill-before-block-quant" in result.stdout.str()
-    # `-p no:kernlint` turns the plugin off: the fixture is unknown.
-    result = project.runpytest_subprocess("-p", "no:kernlint")
+    # `-p no:kernlint` turns the plugin off: the fixture is unknown (a test that imports no torch: quicker).
+    project.makepyfile(test_fixture_only="def test_fixture(kernlint_check):\n    pass\n")
+    result = project.runpytest_subprocess("-p", "no:kernlint", "-p", "no:cacheprovider", "test_fixture_only.py")
     result.assert_outcomes(errors=1)
     assert "fixture 'kernlint_check' not found" in result.stdout.str()
 

@@ -28,6 +28,7 @@ from wheel_build import (
     SHIPPED_RULE_IDS,
     _env,
     _ok,
+    _pip,
     _pip_install,
     _run,
     _venv,
@@ -73,7 +74,7 @@ def test_the_light_install_checks_reports_and_records_without_torch(light, dist,
                       "print(u.find_spec('torch') is None, kernlint.__file__)"], cwd=tmp_path)).stdout.split()
     assert probe[0] == "True", "torch was installed"
     assert str(light.parent) in probe[1], "kernlint was imported from somewhere else than the venv"
-    installed = _ok(_run([light / "python", "-m", "pip", "list", "--format", "json"], cwd=tmp_path)).stdout
+    installed = _pip(light, "list", "--format", "json").stdout
     names = {p["name"].lower() for p in json.loads(installed)}
     assert not {n for n in names if n == "torch" or n.startswith("nvidia-")}, sorted(names)
 

@@ -25,7 +25,10 @@ TORCH_PIN = re.search(r"^TORCH_PIN \?= (\S+)$", (REPO / "Makefile").read_text(),
 
 def _env() -> dict[str, str]:
     """The environment of a user's shell: nothing of this test session's Python leaks in."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    # PYTHONDONTWRITEBYTECODE goes too: the venvs are installed with --no-compile, so the first import of
+    # torch and pandas writes their bytecode and the other commands start from it, as in a user's venv.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE")}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     env["NO_COLOR"] = "1"
     return env
@@ -42,14 +45,20 @@ def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 
 
 def _venv(where: Path) -> Path:
-    _ok(_run([sys.executable, "-m", "venv", where], cwd=where.parent))
+    # Without a pip of its own (seeding one takes 4 s): this session's pip installs into it (`pip --python`).
+    _ok(_run([sys.executable, "-m", "venv", "--without-pip", where], cwd=where.parent))
     return where / "bin"
+
+
+def _pip(bindir: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """pip acting on the venv of `bindir`, as that venv's own pip would."""
+    return _ok(_run([sys.executable, "-m", "pip", "--python", bindir / "python", *args], cwd=bindir.parent,
+                    timeout=timeout))
 
 
 def _pip_install(bindir: Path, *requirements: str) -> None:
     # --no-compile: what is imported gets compiled when it is; the test's time goes to the install itself.
-    _ok(_run([bindir / "python", "-m", "pip", "install", "-q", "--no-compile", *requirements], cwd=bindir.parent,
-             timeout=600))
+    _pip(bindir, "install", "-q", "--no-compile", *requirements, timeout=600)
 
 
 @pytest.fixture(scope="module")

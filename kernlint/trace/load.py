@@ -473,11 +473,17 @@ def _refuse_repeated_keys(data: bytes | bytearray, path: Path) -> None:
     top: list[list[str]] = []
 
     def pairs(items):
-        keys = [k for k, _ in items]
-        if small and len(set(keys)) != len(keys):
-            raise _RepeatedKey(next(k for k in keys if keys.count(k) > 1), keys)
-        top[:] = [keys]   # the hook sees the top-level object last
-        return dict(items)
+        # One dict per object, as json.loads makes anyway; only a short object's keys are looked at twice
+        # (the hook runs for every object: this is most of the search's cost).
+        found = dict(items)
+        if len(found) != len(items):
+            if small:
+                keys = [k for k, _ in items]
+                raise _RepeatedKey(next(k for k in keys if keys.count(k) > 1), keys)
+            top[:] = [[k for k, _ in items]]
+        elif "traceEvents" in found:
+            top[:] = [list(found)]
+        return found
 
     try:
         json.loads(bytes(data), object_pairs_hook=pairs)
