@@ -16,7 +16,7 @@ from kernlint.baseline import Baseline, ProgramProfile, Thresholds, profile_prog
 from kernlint.baseline.environment import environment_of
 from kernlint.capture.distributed import RankLaunch, launch, start_ranks
 from kernlint.capture.metadata import collect_run_metadata
-from kernlint.capture.runner import profile_workload
+from kernlint.capture.child import AUDIT_TIMEOUT_S, run_in_child
 from kernlint.device import Device
 from kernlint.pipeline import CheckRequest, run_check
 from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE, TraceReport, merge_reports
@@ -125,14 +125,30 @@ def compare_with_expectation(workload: Workload, report: TraceReport, ranks: int
     return problems
 
 
-def capture_workload(workload: Workload, device: str, folder: Path, *, steps: int = 1) -> tuple[list[Path], int]:
-    """Profile one workload (`steps` profiled runs after a warm-up); its traces, one a rank, and its ranks."""
+
+
+@dataclass(frozen=True)
+class WorkloadProcess:
+    """How the audit runs each workload in a process of its own: its time limit, the fixture folder its
+    name may come from, and where the process's output goes (line by line, as it comes)."""
+
+    timeout_s: float = AUDIT_TIMEOUT_S
+    fixtures: Path | None = None
+    on_output: Callable[[str], None] = lambda line: None
+
+
+def capture_workload(workload: Workload, device: str, folder: Path, *, steps: int = 1,
+                     process: WorkloadProcess = WorkloadProcess()) -> tuple[list[Path], int]:
+    """Profile one workload (`steps` profiled runs after a warm-up) in processes of its own; its traces, one a
+    rank, and its ranks. A workload that exits, dies or runs past the limit is a WorkloadError."""
     if workload.distributed:
         nproc = audit_ranks(device)
-        return launch(workload.name, nproc, device, folder, workload.name, steps=steps), nproc
-    trace = profile_workload(workload.build, device, folder, workload.name, label=workload.name, steps=steps,
-                             extra={"workload": workload.name, "regressed": workload.regressed}).trace
-    return [trace], 1
+        return launch(workload.process_target, nproc, device, folder, workload.name, steps=steps,
+                      timeout_s=process.timeout_s, fixtures=process.fixtures), nproc
+    capture = run_in_child(workload.process_target, device, folder, workload.name, label=workload.name,
+                           steps=steps, timeout_s=process.timeout_s, fixtures=process.fixtures,
+                           on_output=process.on_output)
+    return [capture.trace], 1
 
 
 def workload_programs(workload: Workload, tables: list[EventTable]) -> dict[str, ProgramProfile]:
@@ -144,7 +160,8 @@ def workload_programs(workload: Workload, tables: list[EventTable]) -> dict[str,
 
 def record_workloads(workloads: Iterable[Workload], device: str, *, steps: int, out_dir: Path | None = None,
                      on_step: Callable[[str, Workload], None] | None = None, processes: int = 1,
-                     targets: dict[str, str] | None = None) -> tuple[dict[str, ProgramProfile], list[Path]]:
+                     targets: dict[str, str] | None = None, process: WorkloadProcess = WorkloadProcess()
+                     ) -> tuple[dict[str, ProgramProfile], list[Path]]:
     """Profile each workload `steps` times for a baseline; its programs, and the traces (kept in out_dir).
     `processes` > 1: each workload in that many fresh processes, one after another (the baseline then
     measures how timings move between processes); `targets`: how a rank process finds a workload that is
@@ -156,13 +173,14 @@ def record_workloads(workloads: Iterable[Workload], device: str, *, steps: int, 
             if on_step:
                 on_step("capture", workload)
             if processes <= 1:
-                traces, _ = capture_workload(workload, device, folder, steps=steps)
+                traces, _ = capture_workload(workload, device, folder, steps=steps, process=process)
                 programs.update(workload_programs(workload, [load_trace(t) for t in traces]))
                 kept += traces if out_dir else []
                 continue
-            target = (targets or {}).get(workload.name, workload.name)
+            target = (targets or {}).get(workload.name, workload.process_target)
             nproc = audit_ranks(device) if workload.distributed else 1
-            runs = [launch(target, nproc, device, folder, workload.name, steps=steps) for _ in range(processes)]
+            runs = [launch(target, nproc, device, folder, workload.name, steps=steps, timeout_s=process.timeout_s,
+                           fixtures=process.fixtures) for _ in range(processes)]
             tables = [[load_trace(t) for t in run] for run in runs]
             if nproc == 1:
                 programs[workload.name] = profile_program([run[0] for run in tables])
@@ -187,8 +205,9 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
               on_step: Callable[[str, Workload], None] | None = None, *, steps: int = 1,
               baseline: Baseline | None = None, baseline_path: str = "", limits: Thresholds | None = None,
               strict_env: bool = False, strict_timing: bool = False, keep_tables: bool = False,
-              not_run: Iterable[tuple[str, str]] = ()) -> AuditRun:
-    """Capture each workload (warm-up, then `steps` profiled runs), check it, compare with what it must get;
+              not_run: Iterable[tuple[str, str]] = (), process: WorkloadProcess = WorkloadProcess()) -> AuditRun:
+    """Capture each workload (warm-up, then `steps` profiled runs) in a process of its own (`process`: its
+    time limit and where its output goes), check it, compare with what it must get;
     with a baseline, compare every workload's programs with it too. Traces go to out_dir, or to a temporary
     folder that is removed afterwards.
 
@@ -219,8 +238,9 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                 i = queued.pop(0)
                 if on_step:
                     on_step("capture", workloads[i])
-                running[i] = (start_ranks(workloads[i].name, nproc, device, folder, workloads[i].name,
-                                          steps=steps), nproc, time.perf_counter())
+                running[i] = (start_ranks(workloads[i].process_target, nproc, device, folder, workloads[i].name,
+                                          steps=steps, timeout_s=process.timeout_s, fixtures=process.fixtures),
+                              nproc, time.perf_counter())
 
         try:
             if overlap:
@@ -231,7 +251,7 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                 t0 = time.perf_counter()
                 if on_step:
                     on_step("capture", workload)
-                traces, ranks = capture_workload(workload, device, folder, steps=steps)
+                traces, ranks = capture_workload(workload, device, folder, steps=steps, process=process)
                 verdicts[i], tables_of[i] = _checked(workload, device, traces, ranks, rules, on_step, keep_tables)
                 verdicts[i].seconds = time.perf_counter() - t0
                 if overlap:

@@ -36,6 +36,7 @@ import click
 from rich.console import Console
 
 from kernlint._version import __version__
+from kernlint.capture.child import AUDIT_TIMEOUT_S
 from kernlint.config import SELECTION_KEYS, Config, described, param_name, parse_size, resolve_config
 from kernlint.errors import ConfigError, KernlintError, TraceError
 from kernlint.extras import require_capture
@@ -784,6 +785,10 @@ _AUDIT_KEYS = frozenset({"baseline"})
               help="Instead of running workloads, check the recorded fixture traces (H200 ones included).")
 @click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Fixture folder (default: the source checkout's fixtures/).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=AUDIT_TIMEOUT_S,
+              show_default=True, metavar="SECONDS", help="Each workload's limit (it runs in a process of its own; kernlint's start "
+                                      "there is not counted): past it the workload is stopped, one error line "
+                                      "(exit 2).")
 @_repeat_option
 @_baseline_options
 @_format_option
@@ -794,8 +799,8 @@ _AUDIT_KEYS = frozenset({"baseline"})
                                    "tables, allocations, verdicts) to FILE.")
 @_config_options
 @_debug_option
-def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline, strict_env, strict_timing, fmt,
-          output, html_path, config_file, isolated, debug):
+def audit(device, include_regressed, out_dir, replay, fixtures, timeout_s, repeat, baseline, strict_env,
+          strict_timing, fmt, output, html_path, config_file, isolated, debug):
     """Run the built-in workloads under the profiler and check every shipped rule.
 
     Exit 0 when every workload gets the verdict it must get (fixed ones pass; with --include-regressed the
@@ -825,7 +830,7 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
                                                     "replay")
             _emit(render(result), output)
             return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
-        from kernlint.audit import audit_workloads, run_audit, workloads_not_run
+        from kernlint.audit import WorkloadProcess, audit_workloads, run_audit, workloads_not_run
         from kernlint.workloads import resolve_device
 
         dev = resolve_device(device)
@@ -841,7 +846,8 @@ def audit(device, include_regressed, out_dir, replay, fixtures, repeat, baseline
                                baseline=_read_baseline(baseline) if baseline else None,
                                baseline_path=str(baseline or ""), limits=_current_config().thresholds,
                                strict_env=strict_env, strict_timing=strict_timing, keep_tables=html_path is not None,
-                               not_run=not_run)
+                               not_run=not_run,
+                               process=WorkloadProcess(timeout_s, fixtures, lambda line: click.echo(line, err=True)))
         if render_html is not None:
             _write_atomically(html_path, render_html(result))
         _emit(render(result), output)

@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kl-single", dest="single", action="store_true")
     parser.add_argument("--kl-label", dest="label", default=None)
     parser.add_argument("--kl-debug", dest="debug", action="store_true")
+    # A fixture folder whose regressed/workloads.py names more workloads (`kernlint audit --fixtures DIR`).
+    parser.add_argument("--kl-fixtures", dest="fixtures", default=None)
     args = parser.parse_args(argv)
     if args.single:
         return _single(args)
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         dist.init_process_group(backend)
     try:
-        workload = resolve_target(args.target, known_workloads())
+        workload = resolve_target(args.target, _workloads(args))
         step = workload.build(args.device)
         capture(step, args.out, args.run, device=args.device, warmup=args.warmup, steps=args.steps,
                 run_dir=args.run_dir,
@@ -72,6 +74,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _workloads(args) -> dict:
+    known = known_workloads()
+    if args.fixtures:
+        from pathlib import Path
+
+        from kernlint.workloads import regressed_workloads
+
+        known.update(regressed_workloads(Path(args.fixtures)))
+    return known
+
+
 def _single(args) -> int:
     """The workload alone: its trace path, the profiler's log, or its kernlint error, as lines for the parent
     (kernlint.capture.child)."""
@@ -85,12 +98,13 @@ def _single(args) -> int:
     print("kernlint-child-ready", flush=True)   # the workload's time (--timeout) starts here
     try:
         device = resolve_device(args.device)
-        workload = resolve_target(args.target, known_workloads())
+        workload = resolve_target(args.target, _workloads(args))
         if workload.distributed:
             raise ConfigError(None, f"{workload.name} is a distributed workload: add --nproc N")
         result = profile_workload(workload.build, device, args.out, args.run, label=args.label or args.target,
                                   warmup=args.warmup, steps=args.steps,
-                                  extra={"workload": workload.name, "target": args.target})
+                                  extra={"workload": workload.name, "target": args.target,
+                                         "regressed": workload.regressed})
     except KernlintError as exc:
         if args.debug and exc.__cause__ is not None:   # --debug: the workload's own traceback
             traceback.print_exception(exc.__cause__)

@@ -120,7 +120,7 @@ def test_the_decoder_graph_workload_is_judged_replay_by_replay(tmp_path, name, e
 
 def test_a_regression_in_a_fixed_workload_fails_the_audit(tmp_path):
     sneaky = Workload("sneaky", "a fixed workload that regressed", load_program("placeholder_new_ones").build,
-                      expect={"KL001": "passed"})
+                      expect={"KL001": "passed"}, target=f"{PROGRAMS / 'placeholder_new_ones.py'}:build")
     run = run_audit([sneaky], load_rules(), "cpu", tmp_path)
     assert not run.all_as_expected
     # placeholder_new_ones fills its placeholder scale (aten::new_ones) once before the 1x128 quant: one problem
@@ -128,9 +128,27 @@ def test_a_regression_in_a_fixed_workload_fails_the_audit(tmp_path):
     assert problem.startswith("KL001: expected passed, got failed (aten::new_ones")
 
 
+@pytest.mark.parametrize("body, what", [
+    ("import time\ndef build(device):\n    return lambda: time.sleep(600)\n",
+     "did not finish within 2 s"),
+    ("import os\ndef build(device):\n    def step():\n        os._exit(0)\n    return step\n", "os._exit()"),
+])
+def test_an_audit_workload_runs_in_its_own_process_and_one_that_hangs_or_exits_is_an_error(tmp_path, body, what):
+    """issue 22: the audit's workloads run apart from kernlint, under a time limit."""
+    from kernlint.audit import WorkloadProcess
+    from kernlint.errors import WorkloadError
+
+    (tmp_path / "w.py").write_text(body)
+    bad = Workload("bad", "hangs or exits", lambda device: None, target=f"{tmp_path / 'w.py'}:build")
+    printed = []
+    with pytest.raises(WorkloadError, match=re.escape(what)):
+        run_audit([bad], load_rules(), "cpu", tmp_path / "out",
+                  process=WorkloadProcess(timeout_s=2, on_output=printed.append))
+
+
 def test_not_applicable_is_never_taken_for_passed(tmp_path):
     wrong_anchor = Workload("no-quant", "no quantization at all", load_program("dummy_init_fixed").build,
-                            expect={"KL001": "passed"})
+                            expect={"KL001": "passed"}, target=f"{PROGRAMS / 'dummy_init_fixed.py'}:build")
     run = run_audit([wrong_anchor], load_rules(), "cpu", tmp_path)
     (verdict,) = run.verdicts
     # dummy_init_fixed has no 1x128 activation quantization at all (only fp16 -> fp8 weight copies), so KL001's

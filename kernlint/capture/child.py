@@ -31,6 +31,9 @@ _STOP_GRACE_S = 5.0
 # kernlint's own start in the child (importing torch; CUDA is not touched yet) is bounded apart from the
 # workload, so that `--timeout` means the workload's time whatever the machine's load or cache state.
 START_LIMIT_S = 300.0
+# Each workload's limit in `kernlint audit` (its import, build and steps; for a distributed one the ranks'
+# whole run): a hung workload is stopped and is an error, never a wait without end.
+AUDIT_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -61,14 +64,16 @@ def run_name_of(target: str) -> str:
 
 def run_in_child(target: str, device: str, out_dir: Path, run_name: str, *, label: str, warmup: int = 1,
                  steps: int = 1, timeout_s: float | None = None, debug: bool = False,
-                 on_output: Callable[[str], None] = lambda line: None) -> ChildCapture:
+                 fixtures: Path | None = None, on_output: Callable[[str], None] = lambda line: None
+                 ) -> ChildCapture:
     """Profile `target` (a built-in name, module:callable or file.py:callable) on `device` (cpu, cuda or auto:
     the child decides) in a child process. Raises the
     child's own KernlintError, or WorkloadError when it exits without a trace, dies, or runs past
-    `timeout_s` (then it is stopped)."""
+    `timeout_s` (then it is stopped). `fixtures`: a folder whose regressed/workloads.py names more workloads."""
     cmd = [sys.executable, "-m", "kernlint.rank_worker", "--kl-single", "--kl-target", target, "--kl-device", device,
            "--kl-out", str(out_dir), "--kl-run", run_name, "--kl-label", label, "--kl-warmup", str(warmup),
-           "--kl-steps", str(steps)] + (["--kl-debug"] if debug else [])
+           "--kl-steps", str(steps)] + (["--kl-debug"] if debug else []) + (
+           ["--kl-fixtures", str(fixtures)] if fixtures else [])
     own: dict[str, list[str]] = {"trace": [], "profiler": [], "error": []}
     ready = threading.Event()
     start = time.perf_counter()

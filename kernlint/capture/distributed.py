@@ -40,7 +40,7 @@ class RankLaunch:
     """N rank processes running one target; `wait()` returns their traces (or raises, the ranks stopped)."""
 
     def __init__(self, target: str, nproc: int, device: str, out_dir: Path, run_name: str, *, warmup: int = 1,
-                 steps: int = 1, timeout_s: float = 900.0):
+                 steps: int = 1, timeout_s: float = 900.0, fixtures: Path | None = None):
         if Device.parse(device).is_gpu and _gpu_count() < nproc:
             raise ConfigError(None, f"--nproc {nproc} on cuda needs {nproc} GPUs; torch sees {_gpu_count()}")
         self.nproc, self.timeout_s = nproc, timeout_s
@@ -52,7 +52,7 @@ class RankLaunch:
         cmd = [sys.executable, "-m", "kernlint.rank_worker", "--kl-target", target, "--kl-device", device,
                "--kl-out", str(out_dir), "--kl-run", run_name, "--kl-run-dir", str(self.run_dir),
                "--kl-warmup", str(warmup), "--kl-steps", str(steps),
-               "--kl-init", (self._tmp / "store").as_uri()]
+               "--kl-init", (self._tmp / "store").as_uri()] + (["--kl-fixtures", str(fixtures)] if fixtures else [])
         self._procs: list[subprocess.Popen] = []
         self._logs = []
         self._start = time.monotonic()
@@ -139,21 +139,21 @@ class RankLaunch:
 
 
 def start_ranks(target: str, nproc: int, device: str, out_dir: Path, run_name: str, *, warmup: int = 1,
-                steps: int = 1, timeout_s: float = 900.0) -> RankLaunch:
+                steps: int = 1, timeout_s: float = 900.0, fixtures: Path | None = None) -> RankLaunch:
     """Start `target` on `nproc` ranks and return at once; `.wait()` gives the traces.
 
     All ranks write into one new run folder, `out_dir/run_name/<UTC time>-<random>/`, that this call creates
     (kernlint.capture.runner.new_run_dir): a second launch into the same `out_dir` gets a folder of its own.
     """
     return RankLaunch(target, nproc, device, Path(out_dir), run_name, warmup=warmup, steps=steps,
-                      timeout_s=timeout_s)
+                      timeout_s=timeout_s, fixtures=fixtures)
 
 
 def launch(target: str, nproc: int, device: str, out_dir: Path, run_name: str, *, warmup: int = 1,
-           steps: int = 1, timeout_s: float = 900.0) -> list[Path]:
+           steps: int = 1, timeout_s: float = 900.0, fixtures: Path | None = None) -> list[Path]:
     """Run `target` on `nproc` ranks; return the traces written (one a rank, sorted by path)."""
     return start_ranks(target, nproc, device, out_dir, run_name, warmup=warmup, steps=steps,
-                       timeout_s=timeout_s).wait()
+                       timeout_s=timeout_s, fixtures=fixtures).wait()
 
 
 def _remove_if_empty(folder: Path) -> None:

@@ -34,6 +34,13 @@ class Workload:
     expect_one_rank: Mapping[str, str] = field(default_factory=dict)
     # Why it does not run on the devices it leaves out (the audit lists it as not run, with this).
     not_run_reason: str = "needs a CUDA GPU"
+    # How a fresh process finds it (the audit profiles each workload in a process of its own): module:callable
+    # or path/file.py:callable. None: by its registered name.
+    target: str | None = None
+
+    @property
+    def process_target(self) -> str:
+        return self.target or self.name
 
 
 def resolve_device(device: str) -> Device:
