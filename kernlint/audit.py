@@ -14,9 +14,9 @@ from pathlib import Path
 
 from kernlint.baseline import Baseline, ProgramProfile, Thresholds, profile_program
 from kernlint.baseline.environment import environment_of
+from kernlint.capture.child import AUDIT_TIMEOUT_S, run_in_child
 from kernlint.capture.distributed import RankLaunch, launch, start_ranks
 from kernlint.capture.metadata import collect_run_metadata
-from kernlint.capture.child import AUDIT_TIMEOUT_S, run_in_child
 from kernlint.device import Device
 from kernlint.pipeline import CheckRequest, run_check
 from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE, TraceReport, merge_reports

@@ -235,3 +235,49 @@ def test_nesting_by_counting_matches_the_stack_walk(tmp_path_factory, events):
         table_module._nest_host_events = _NEST
     columns = ["op", "parent_op", "top_op", "annotation", "module", "frame", "user_frame", "library_frame"]
     assert frames[0][columns].equals(frames[1][columns])
+
+
+@st.composite
+def rank_identities(draw):
+    """Traces that claim ranks of a run: ranks, world sizes, hosts, pids, time windows and step sets that
+    often agree (one run) and sometimes do not (a repeated rank, a shared pid, a late window, a backend)."""
+    from kernlint.trace.runs import RunIdentity
+
+    n = draw(st.integers(2, 7))
+    world = draw(st.sampled_from([n, n + 1, None]))
+    timed = draw(st.booleans())
+    out = []
+    for i in range(n):
+        start = draw(st.sampled_from([0, 0, 5, 3_000_000_000])) if timed else None
+        out.append(RunIdentity(
+            path=f"r{i}.json", rank=draw(st.sampled_from([i, i, i, 0])),
+            world_size=draw(st.sampled_from([world] * 5 + [2])),
+            backend=draw(st.sampled_from(["nccl", "nccl", None, "gloo"])),
+            pg_count=draw(st.sampled_from([1, 1, None, 2])),
+            gpu_models=("H200",), host=draw(st.sampled_from(["a", "a", "b", None])),
+            pids=(draw(st.sampled_from([100 + i, 100 + i, 100])),), start_ns=start,
+            end_ns=None if start is None else start + draw(st.sampled_from([10, 1_000_000_000])),
+            time_basis="epoch-us" if timed else None, steps=draw(st.sampled_from([(1, 2), (1, 2), (3,), ()]))))
+    return out
+
+
+@PROFILE
+@given(rank_identities())
+def test_the_one_run_shortcut_groups_as_the_pairwise_search_does(idents):
+    """group_runs' O(N) path for one plain run gives what comparing every pair gives."""
+    import dataclasses
+
+    from kernlint.trace import runs
+
+    def shape(grouping):
+        return ([(g.ranks, [i.path for i in g.identities], g.evidence, g.notes) for g in grouping.groups],
+                [dataclasses.astuple(u) for u in grouping.unmatched])
+
+    fast = shape(runs.group_runs(idents))
+    real = runs._one_obvious_run
+    try:
+        runs._one_obvious_run = lambda *a: None
+        pairwise = shape(runs.group_runs(idents))
+    finally:
+        runs._one_obvious_run = real
+    assert fast == pairwise
