@@ -14,7 +14,7 @@ DOC = PKG.parent / "docs" / "architecture.md"
 
 # Bottom to top. A name is a top-level module (`audit`) or package (`trace`) of kernlint.
 FLOORS: list[set[str]] = [
-    {"errors", "fileio", "extras", "checkout", "registry", "_version", "device"},   # ground
+    {"errors", "fileio", "extras", "checkout", "registry", "_version", "device", "_sigint_ignored"},   # ground
     {"reference"},
     {"workloads"},
     {"capture"},

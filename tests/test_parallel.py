@@ -271,3 +271,42 @@ def test_a_summary_is_a_fraction_of_its_trace():
     assert len(stream.keys) == len(stream.sites) == len(stream.ts) > 0
     assert len(pickle.dumps(checked.summary)) < src.stat().st_size / 4
 
+
+
+def test_ctrl_c_under_jobs_stops_at_once_and_leaves_no_worker(tmp_path):
+    """A terminal's Ctrl-C reaches the whole process group: the workers and their fork server ignore it, the
+    parent stops them and exits 130 with one line (issue 22, item 15: it took 12 s and left workers behind)."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    for copy in range(12):   # 660 traces, about 15 s of checking: still running when the signal comes
+        shutil.copytree(TRACES / "gpu-zoo", tmp_path / "run" / f"copy{copy}")
+    # As from a terminal: Ctrl-C's default action, whatever this session inherited (a CI job or a shell's
+    # background job starts with SIGINT ignored, and Python then keeps it ignored).
+    proc = subprocess.Popen([sys.executable, "-m", "kernlint", "check", str(tmp_path / "run"), "--jobs", "2",
+                             "--isolated"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline and not children.read_text().split():
+        time.sleep(0.05)
+    time.sleep(1.0)   # the workers have started (a Ctrl-C during their start: see the closing note of issue 22)
+    assert proc.poll() is None, "the check ended before it could be interrupted"
+    sent = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and time.monotonic() - sent < 10, (proc.returncode, err)   # was 12-17 s
+    assert err.splitlines() == ["kernlint: interrupted"], err   # one line: no traceback from any process
+    gone_by = time.monotonic() + 5   # the fork server and workers see their parent's pipe close
+    while time.monotonic() < gone_by:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    left = subprocess.run(["ps", "-o", "pid=,args=", "-g", str(proc.pid)], capture_output=True, text=True).stdout
+    assert not left.strip(), f"processes of the interrupted check still running:\n{left}"

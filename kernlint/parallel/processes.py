@@ -18,7 +18,8 @@ from kernlint.parallel import Backend, register
 from kernlint.parallel.work import WorkerError
 
 _shared: tuple = ()
-_PRELOAD = ["kernlint.parallel.work"]
+# Ctrl-C ignored first (kernlint._sigint_ignored), then kernlint imported once for every forked worker.
+_PRELOAD = ["kernlint._sigint_ignored", "kernlint.parallel.work"]
 
 
 def _start(shared: tuple) -> None:
