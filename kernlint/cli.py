@@ -786,9 +786,9 @@ _AUDIT_KEYS = frozenset({"baseline"})
 @click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Fixture folder (default: the source checkout's fixtures/).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=AUDIT_TIMEOUT_S,
-              show_default=True, metavar="SECONDS", help="Each workload's limit (it runs in a process of its own; kernlint's start "
-                                      "there is not counted): past it the workload is stopped, one error line "
-                                      "(exit 2).")
+              show_default=True, metavar="SECONDS",
+              help="Each workload's limit (it runs in a process of its own; kernlint's start there is not "
+                   "counted): past it the workload is stopped, one error line (exit 2).")
 @_repeat_option
 @_baseline_options
 @_format_option
