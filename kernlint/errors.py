@@ -3,6 +3,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# The longest a problem, a name or a message is shown: a 1 MB value from a hostile file is never echoed whole
+# (real kernel names, long C++ templates included, stay under 2,000 characters).
+MAX_SHOWN_CHARS = 2000
+
+
+def shorten(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """`text` cut to `limit` characters with a marker saying how much was left out."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
+
 
 class KernlintError(Exception):
     """Base of every error a user can cause. `str()` is the one line the CLI prints."""
@@ -11,7 +20,7 @@ class KernlintError(Exception):
 
     def __init__(self, path: str | Path | None, problem: str, line: int | None = None):
         self.path = None if path is None else str(path)
-        self.problem = problem
+        self.problem = shorten(problem, 2 * MAX_SHOWN_CHARS)
         self.line = line
         super().__init__(self.one_line())
 

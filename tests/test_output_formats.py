@@ -2,11 +2,13 @@
 markdown summary carry file and line and cannot be broken by what a trace holds."""
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 
 from click.testing import CliRunner
+from rich.console import Console
 
 from conftest import FIXTURES
 from kernlint.cli import main
@@ -80,3 +82,27 @@ def test_python_dash_m_kernlint():
     result = subprocess.run([sys.executable, "-m", "kernlint", "check", str(REGRESSED), "--format", "json"],
                             capture_output=True, text=True)
     assert result.returncode == 1 and json.loads(result.stdout)["summary"]["findings"] == 1
+
+
+def test_a_megabyte_name_is_shortened_with_a_marker_in_every_format():
+    """issue 22: a hostile trace's 1 MB name (a scope, a source, a message built from it) is shown cut, with
+    how much was left out, in every format and in error lines."""
+    from kernlint.errors import TraceError
+    from kernlint.report import FORMATS
+
+    huge = "x" * 1_000_000
+    result = _result(message=f"a fill runs before the quant in {huge}", source=f"pkg/{huge}.py:17",
+                     scope=f"module {huge}")
+    for name, fmt in FORMATS.items():
+        if "check" not in fmt.renders or fmt.needs_tables:
+            continue
+        out = renderer(name)(result)
+        if isinstance(out, str):
+            text = out
+        else:   # the terminal's renderable
+            console = Console(file=io.StringIO(), width=200, no_color=True)
+            console.print(out)
+            text = console.file.getvalue()
+        assert len(text) < 100_000 and "more characters)" in text, (name, len(text))
+    error = TraceError("t.json", f"bad name {huge}")
+    assert len(str(error)) < 10_000 and str(error).endswith("more characters)")

@@ -283,7 +283,7 @@ def test_ctrl_c_under_jobs_stops_at_once_and_leaves_no_worker(tmp_path):
     import sys
     import time
 
-    for copy in range(12):   # 660 traces, about 15 s of checking: still running when the signal comes
+    for copy in range(6):   # 330 traces, about 8 s of checking: still running when the signal comes
         shutil.copytree(TRACES / "gpu-zoo", tmp_path / "run" / f"copy{copy}")
     # As from a terminal: Ctrl-C's default action, whatever this session inherited (a CI job or a shell's
     # background job starts with SIGINT ignored, and Python then keeps it ignored).

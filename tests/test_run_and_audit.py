@@ -60,8 +60,11 @@ def test_run_reports_a_failing_workload_in_one_line(tmp_path):
     assert result.exit_code == 2 and "the workload raised RuntimeError: boom" in result.output
 
 
-def test_audit_runs_fixed_and_regressed_workloads_on_the_cpu():
-    result = invoke("audit", "--device", "cpu", "--include-regressed", "--format", "json")
+def test_audit_runs_fixed_and_regressed_workloads_on_the_cpu(tmp_path):
+    """One CPU audit with the regressed variants: its JSON verdicts, and the HTML report written beside it."""
+    html = tmp_path / "audit.html"
+    result = invoke("audit", "--device", "cpu", "--include-regressed", "--format", "json", "--html", html,
+                    "--isolated")
     data = json.loads(result.output[result.output.index("{"):])
     assert result.exit_code == 0, data
     verdicts = {w["workload"]: w["verdicts"] for w in data["workloads"]}
@@ -78,21 +81,29 @@ def test_audit_runs_fixed_and_regressed_workloads_on_the_cpu():
     not_run = {w["workload"]: w["reason"] for w in data["not_run"]}
     assert not_run == {"fp8-dummy-init-fused": "needs a CUDA GPU", "fp8-decoder-graph": "CUDA graphs need a GPU",
                        "fp8-decoder-graph-new-ones": "CUDA graphs need a GPU"}
-
-
-
-def test_audit_text_says_what_it_left_out_and_the_html_report_has_every_workload(tmp_path):
-    out = tmp_path / "audit.html"
-    text = invoke("audit", "--device", "cpu", "--html", out, "--isolated")
-    assert text.exit_code == 0, text.output
-    assert "not run on cpu: fp8-decoder-graph (CUDA graphs need a GPU)" in text.output
-    page = out.read_text(encoding="utf-8")
+    page = html.read_text(encoding="utf-8")
     section = page[page.index('<section id="workloads">'):page.index("</section>")]
-    for name in ("fp8-block-linear", "fp8-dummy-init", "fp8-tp-mlp"):
+    for name in verdicts:
         assert f'data-workload="{name}"' in section
-    # Every trace of the audit is in the report: one for each single-rank workload, one per rank of the MLP.
-    assert page.count('<h3 class="mono">') == 4
+    # Every trace of the audit is in the report: one per single-rank workload, one per rank of the others.
+    assert page.count('<h3 class="mono">') == sum(w["ranks"] for w in data["workloads"]) == 12
     assert '<section id="allocations">' in page and "torch" in page
+
+
+def test_audit_text_says_what_it_left_out():
+    import io
+
+    from rich.console import Console
+
+    from kernlint.audit import AuditRun
+    from kernlint.report import audit_renderer
+
+    run = AuditRun(device="cpu", metadata={}, verdicts=[], out_dir=None,
+                   not_run=[("fp8-decoder-graph", "CUDA graphs need a GPU")])
+    console = Console(file=io.StringIO(), width=200, no_color=True)
+    console.print(audit_renderer("text")(run))
+    text = console.file.getvalue()
+    assert "not run on cpu: fp8-decoder-graph (CUDA graphs need a GPU)" in text
 
 
 @pytest.mark.gpu

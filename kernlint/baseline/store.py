@@ -15,6 +15,7 @@ import msgspec
 
 from kernlint.baseline.model import SCHEMA_VERSION, Baseline
 from kernlint.errors import BaselineError
+from kernlint.errors import shorten as shorten_text
 from kernlint.fileio import write_text_atomically
 
 MAX_BASELINE_BYTES = 256 << 20
@@ -61,8 +62,8 @@ class _Head(msgspec.Struct):
 
 
 def shorten(text: str, limit: int = 200) -> str:
-    """`text` cut to `limit` characters with a marker: a 1 MB value is never echoed whole."""
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
+    """A baseline's value in an error: 200 characters at most, with the marker."""
+    return shorten_text(text, limit)
 
 
 def _read_regular_file(path: Path) -> bytes:

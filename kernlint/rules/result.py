@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernlint.errors import MAX_SHOWN_CHARS, shorten
 from kernlint.rules.severity import SEVERITY_ORDER
 
 STATUS_FAILED = "failed"
@@ -18,6 +19,10 @@ STATUS_INCOMPLETE = "incomplete"
 
 # Exit codes of a check (the CLI documents them).
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_INCOMPLETE = 0, 1, 4
+
+
+_SHOWN_TEXT_FIELDS = ("message", "scope", "event", "event_kind", "event_category", "launch_op", "top_op", "source",
+                      "anchor", "function", "context")
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,14 @@ class Finding:
     # Findings of several rules on one event (a pageable upload's copy and the sync it makes) share a group:
     # one problem. The outermost op the event ran in, on its thread; None outside any op.
     group: str | None = field(default=None, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        # Names come from the trace: a hostile 1 MB name is shown shortened, with a marker, in every format.
+        for name in _SHOWN_TEXT_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, str) and len(value) > MAX_SHOWN_CHARS:
+                object.__setattr__(self, name, shorten(value, 2 * MAX_SHOWN_CHARS if name == "message"
+                                                       else MAX_SHOWN_CHARS))
 
     @property
     def fingerprint(self) -> str:
