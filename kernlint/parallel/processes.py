@@ -6,9 +6,11 @@ The rules and options are sent once per worker, not once per trace.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -56,12 +58,31 @@ def _stop(pool: ProcessPoolExecutor) -> None:
             process.join(timeout=5)
 
 
+@contextlib.contextmanager
+def _ctrl_c_deferred():
+    """Ctrl-C held back while the pool forks its workers (submit starts them): a worker interrupted halfway
+    is not yet in the pool's list, so stopping the pool could not end it, and it would die later with a
+    traceback of its own. A Ctrl-C pressed meanwhile is raised as soon as this block ends."""
+    if threading.current_thread() is not threading.main_thread() or not callable(signal.getsignal(signal.SIGINT)):
+        yield   # Ctrl-C ignored (nohup, a background job) or not Python's to handle: nothing to hold back
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed:
+        previous(signal.SIGINT, None)   # Python's own handler raises KeyboardInterrupt
+
+
 def run(fn, shared: tuple, items: list, *, workers: int, address: str | None = None
         ) -> Iterator[tuple[int, Any]]:
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_start, initargs=(shared,))
     finished = False
     try:
-        futures = {pool.submit(_call, fn, item): i for i, item in enumerate(items)}
+        with _ctrl_c_deferred():
+            futures = {pool.submit(_call, fn, item): i for i, item in enumerate(items)}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
