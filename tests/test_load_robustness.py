@@ -468,3 +468,27 @@ def test_a_launch_that_cannot_have_launched_its_kernel_is_counted(tmp_path, fiel
     damage = trace_damage(load_trace(_write(tmp_path, data)))
     assert len(damage.misfit_launches) == 1 and damage.touches_device
     assert "1 launch whose time or process does not fit the device event they launched" in damage.device_summary()
+
+
+def test_a_large_single_member_gzip_is_inflated_once_into_the_size_its_trailer_gives(tmp_path, monkeypatch):
+    """issue 26: a trace past KEEP_WHILE_COUNTING was gunzipped twice (count, then fill). A single member's
+    trailer gives the size: one pass. A trailer that says too little (several members) falls back to two."""
+    body = json.dumps({"traceEvents": [_x(f"aten::op{i}", "cpu_op", 10 * i, 5) for i in range(2000)]}).encode()
+    single = tmp_path / "single.json.gz"
+    single.write_bytes(gzip.compress(body))
+    multi = tmp_path / "multi.json.gz"   # the last member is small: its trailer is not taken as a size
+    multi.write_bytes(gzip.compress(body[:-100]) + gzip.compress(body[-100:]))
+    halves = tmp_path / "halves.json.gz"   # the last member is half: the one pass finds it too small
+    halves.write_bytes(gzip.compress(body[:len(body) // 2]) + gzip.compress(body[len(body) // 2:]))
+    monkeypatch.setattr(load_module, "KEEP_WHILE_COUNTING", 4096)
+    passes = []
+    real = load_module._inflate
+    monkeypatch.setattr(load_module, "_inflate", lambda *a: passes.append(1) or real(*a))
+    assert bytes(read_trace_bytes(single, max_bytes=len(body))) == body and len(passes) == 1
+    passes.clear()
+    assert bytes(read_trace_bytes(multi, max_bytes=len(body))) == body and len(passes) == 2
+    passes.clear()
+    assert bytes(read_trace_bytes(halves, max_bytes=len(body))) == body and len(passes) == 3
+    passes.clear()
+    with pytest.raises(TraceError, match="decompresses to more than"):   # a trailer over the cap: not trusted
+        read_trace_bytes(single, max_bytes=len(body) - 1)

@@ -325,7 +325,53 @@ def read_trace_bytes(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> by
     return data
 
 
+# Deflate's largest ratio (a run of one byte): a gzip cannot hold more than this many times its size.
+_DEFLATE_MAX_RATIO = 1032
+
+
+class _HintTooSmall(Exception):
+    pass
+
+
+def _size_hint(raw, max_bytes: int) -> int | None:
+    """The decompressed size that a single-member gzip's trailer (ISIZE, the size mod 2**32) gives, when it
+    is above KEEP_WHILE_COUNTING, within the cap and possible for the file's size; else None."""
+    compressed = os.fstat(raw.fileno()).st_size
+    if compressed < 18:
+        return None
+    raw.seek(compressed - 4)
+    hint = int.from_bytes(raw.read(4), "little")
+    raw.seek(0)
+    if KEEP_WHILE_COUNTING < hint <= min(max_bytes, compressed * _DEFLATE_MAX_RATIO):
+        return hint
+    return None
+
+
 def _gunzip(raw, path: Path, max_bytes: int) -> bytes | bytearray:
+    hint = _size_hint(raw, max_bytes)
+    if hint is not None:   # one pass into a buffer of the size the trailer gives (a trace over 256 MB)
+        buffer = bytearray(hint)
+        view = memoryview(buffer)
+        at = 0
+
+        def fill_hinted(chunk: bytes) -> None:
+            nonlocal at
+            end = at + len(chunk)
+            if end > hint:
+                raise _HintTooSmall
+            view[at:end] = chunk
+            at = end
+
+        try:
+            total = _inflate(raw, path, max_bytes, fill_hinted)
+        except _HintTooSmall:   # several members (the trailer is the last one's): count, then fill
+            view.release()
+            del view, buffer
+            raw.seek(0)
+        else:
+            view.release()
+            del buffer[total:]
+            return buffer
     kept: bytearray | None = bytearray()
 
     def keep(chunk: bytes) -> None:
