@@ -367,9 +367,10 @@ def _nest_host_events(frame: pd.DataFrame, name_codes: np.ndarray | None = None,
     The rule, per thread in (ts, longest first, row) order: an event's enclosing X is the last earlier X of
     positive duration that has not ended when the event starts (end > ts); `top_op` is the first such op
     still open. Where the events of one kind nest properly (any two are disjoint or one holds the other:
-    every real trace), that is a count and a binary search per event (`_nest_thread`); a thread where they
-    do not is walked event by event with a stack per kind (`_nest_thread_walk`), which gives the same
-    answer in both cases and is the definition."""
+    every real trace), that is a count and a binary search per event (`_nest_thread`); a kind whose events
+    do not nest on a thread (Python frames cut by the profiling window, on some real traces) is walked there
+    event by event with a stack (`_nest_thread_walk`), which gives the same answer in both cases and is the
+    definition. Kinds are independent (each stack holds its own kind), so only that kind is walked."""
     n = len(frame)
     kinds = frame["kind"].to_numpy()
     host = ~np.isin(kinds, list(DEVICE_KINDS | {"gpu_annotation", "other"}))
@@ -402,8 +403,9 @@ def _nest_host_events(frame: pd.DataFrame, name_codes: np.ndarray | None = None,
     order = rows[sort]
     cuts = np.flatnonzero(np.diff(thread_codes[sort])) + 1
     for part in np.split(order, cuts) if len(order) else []:
-        if not (vectorized and _nest_thread(part, ts, end, kind_of, out, top)):
-            _nest_thread_walk(part, ts, end, dur, kind_of, out, top)
+        improper = _nest_thread(part, ts, end, kind_of, out, top) if vectorized else _NEST_STACKS
+        if improper:
+            _nest_thread_walk(part, ts, end, dur, kind_of, out, top, improper)
     own_top = kind_of["op"] & (top < 0)
     own_top[np.setdiff1d(np.arange(n), rows, assume_unique=True)] = False
     top[own_top] = np.flatnonzero(own_top)   # a placed op with no op around it is its own top
@@ -415,13 +417,14 @@ def _nest_host_events(frame: pd.DataFrame, name_codes: np.ndarray | None = None,
     frame["library_frame"] = is_python & library
 
 
-def _nest_thread(part: np.ndarray, ts, end, kind_of: dict, out: dict, top: np.ndarray) -> bool:
-    """The nesting of one thread's events (`part`, in order) by counting: False, with nothing written,
-    when some kind's events do not nest properly there."""
+def _nest_thread(part: np.ndarray, ts, end, kind_of: dict, out: dict, top: np.ndarray) -> tuple[str, ...]:
+    """The nesting of one thread's events (`part`, in order) by counting, kind by kind; the kinds whose
+    events do not nest properly there, for which nothing is written."""
     size = len(part)
     positions = np.arange(size, dtype=np.int64)
     t = ts[part]
     found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    improper: list[str] = []
     for k in _NEST_STACKS:
         # An interval that ends where it starts (a duration lost in float rounding) holds nothing: the
         # walk pops it at the next event, before that event looks.
@@ -433,7 +436,8 @@ def _nest_thread(part: np.ndarray, ts, end, kind_of: dict, out: dict, top: np.nd
         closed = np.searchsorted(np.sort(end[part[k_pos]]), t, "right")   # of them, ended by ts (end <= ts)
         open_ = before - closed                          # how many are open: the stack's height
         if (open_ < 0).any():
-            return False
+            improper.append(k)
+            continue
         depth = open_[k_pos]
         # The innermost open interval is the last earlier one at depth open_ - 1; the outermost at depth 0.
         width = size + 1
@@ -444,12 +448,14 @@ def _nest_thread(part: np.ndarray, ts, end, kind_of: dict, out: dict, top: np.nd
         inner = _last_at(open_ - 1, open_, positions, sorted_keys, sorted_pos, width)
         has = inner >= 0
         if (has != (open_ > 0)).any():
-            return False
+            improper.append(k)
+            continue
         # Proper nesting: an interval of kind k ends no later than the one it opened inside.
         parent_of_k = inner[k_pos]
         with_parent = parent_of_k >= 0
         if (end[part[k_pos[with_parent]]] > end[part[parent_of_k[with_parent]]]).any():
-            return False
+            improper.append(k)
+            continue
         outer = (_last_at(np.zeros(size, dtype=np.int64), open_, positions, sorted_keys, sorted_pos, width)
                  if k == "op" else None)
         found[k] = (inner, outer)
@@ -459,7 +465,7 @@ def _nest_thread(part: np.ndarray, ts, end, kind_of: dict, out: dict, top: np.nd
         if outer is not None:
             has = outer >= 0
             top[part[has]] = part[outer[has]]
-    return True
+    return tuple(improper)
 
 
 def _last_at(level: np.ndarray, open_: np.ndarray, positions: np.ndarray, sorted_keys: np.ndarray,
@@ -472,10 +478,12 @@ def _last_at(level: np.ndarray, open_: np.ndarray, positions: np.ndarray, sorted
     return np.where(ok, sorted_pos[at], -1)
 
 
-def _nest_thread_walk(part: np.ndarray, ts, end, dur, kind_of: dict, out: dict, top: np.ndarray) -> None:
-    """The nesting of one thread's events, event by event with a stack per kind (the definition)."""
-    stacks: dict[str, list] = {k: [] for k in _NEST_STACKS}
-    flags = {k: kind_of[k][part].tolist() for k in _NEST_STACKS}
+def _nest_thread_walk(part: np.ndarray, ts, end, dur, kind_of: dict, out: dict, top: np.ndarray,
+                      kinds: tuple[str, ...] = _NEST_STACKS) -> None:
+    """The nesting of one thread's events for `kinds`, event by event with a stack per kind (the
+    definition); `top` too when the ops are among them."""
+    stacks: dict[str, list] = {k: [] for k in kinds}
+    flags = {k: kind_of[k][part].tolist() for k in kinds}
     ts_l, end_l, dur_l, rows = ts[part].tolist(), end[part].tolist(), dur[part].tolist(), part.tolist()
     for i, row in enumerate(rows):
         t = ts_l[i]
@@ -484,11 +492,11 @@ def _nest_thread_walk(part: np.ndarray, ts, end, dur, kind_of: dict, out: dict, 
                 stack.pop()
             if stack:
                 out[k][row] = stack[-1][1]
-        if stacks["op"]:
+        if stacks.get("op"):
             top[row] = stacks["op"][0][1]
         if dur_l[i] <= 0:
             continue
-        for k in _NEST_STACKS:
+        for k in kinds:
             if flags[k][i]:
                 stacks[k].append((end_l[i], row))
 
