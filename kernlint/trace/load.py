@@ -297,7 +297,7 @@ def read_trace_bytes(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> by
             magic = raw.read(2)
             raw.seek(0)
             if magic == _GZIP_MAGIC:
-                data = _gunzip(raw, path, max_bytes)
+                data = _gunzip(raw, path, max_bytes, size)
             else:
                 if path.name.endswith(".gz"):
                     raise TraceError(path, "named .gz but is not gzip-compressed")
@@ -329,14 +329,34 @@ def read_trace_bytes(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> by
 _DEFLATE_MAX_RATIO = 1032
 
 
-class _HintTooSmall(Exception):
-    pass
+class _Filling:
+    """A sink that writes the inflated chunks into one buffer of a size known up front (no copy at the end);
+    `Full` is raised when more comes than that size."""
+
+    class Full(Exception):
+        pass
+
+    def __init__(self, size: int) -> None:
+        self.buffer = bytearray(size)
+        self._view = memoryview(self.buffer)
+        self.at = 0
+
+    def __call__(self, chunk: bytes) -> None:
+        end = self.at + len(chunk)
+        if end > len(self.buffer):
+            raise _Filling.Full
+        self._view[self.at:end] = chunk
+        self.at = end
+
+    def result(self) -> bytearray:
+        self._view.release()
+        del self.buffer[self.at:]
+        return self.buffer
 
 
-def _size_hint(raw, max_bytes: int) -> int | None:
+def _size_hint(raw, compressed: int, max_bytes: int) -> int | None:
     """The decompressed size that a single-member gzip's trailer (ISIZE, the size mod 2**32) gives, when it
-    is above KEEP_WHILE_COUNTING, within the cap and possible for the file's size; else None."""
-    compressed = os.fstat(raw.fileno()).st_size
+    is above KEEP_WHILE_COUNTING, within the cap and possible for the file's `compressed` size; else None."""
     if compressed < 18:
         return None
     raw.seek(compressed - 4)
@@ -347,31 +367,16 @@ def _size_hint(raw, max_bytes: int) -> int | None:
     return None
 
 
-def _gunzip(raw, path: Path, max_bytes: int) -> bytes | bytearray:
-    hint = _size_hint(raw, max_bytes)
+def _gunzip(raw, path: Path, max_bytes: int, compressed: int) -> bytes | bytearray:
+    hint = _size_hint(raw, compressed, max_bytes)
     if hint is not None:   # one pass into a buffer of the size the trailer gives (a trace over 256 MB)
-        buffer = bytearray(hint)
-        view = memoryview(buffer)
-        at = 0
-
-        def fill_hinted(chunk: bytes) -> None:
-            nonlocal at
-            end = at + len(chunk)
-            if end > hint:
-                raise _HintTooSmall
-            view[at:end] = chunk
-            at = end
-
+        filling = _Filling(hint)
         try:
-            total = _inflate(raw, path, max_bytes, fill_hinted)
-        except _HintTooSmall:   # several members (the trailer is the last one's): count, then fill
-            view.release()
-            del view, buffer
+            _inflate(raw, path, max_bytes, filling)
+            return filling.result()
+        except _Filling.Full:   # several members (the trailer is the last one's): count, then fill
+            del filling
             raw.seek(0)
-        else:
-            view.release()
-            del buffer[total:]
-            return buffer
     kept: bytearray | None = bytearray()
 
     def keep(chunk: bytes) -> None:
@@ -385,24 +390,15 @@ def _gunzip(raw, path: Path, max_bytes: int) -> bytes | bytearray:
     total = _inflate(raw, path, max_bytes, keep)
     if kept is not None:
         return kept
-    buffer = bytearray(total)
-    view = memoryview(buffer)
-    pos = 0
-
-    def fill(chunk: bytes) -> None:
-        nonlocal pos
-        end = pos + len(chunk)
-        if end > total:
-            raise TraceError(path, "changed while it was read")
-        view[pos:end] = chunk
-        pos = end
-
+    filling = _Filling(total)
     raw.seek(0)
-    _inflate(raw, path, max_bytes, fill)
-    view.release()
-    if pos != total:
+    try:
+        _inflate(raw, path, max_bytes, filling)
+    except _Filling.Full:
+        raise TraceError(path, "changed while it was read") from None
+    if filling.at != total:
         raise TraceError(path, "changed while it was read")
-    return buffer
+    return filling.result()
 
 
 def _inflate(raw, path: Path, max_bytes: int, sink) -> int:
@@ -508,41 +504,35 @@ class _RepeatedKey(Exception):
 
 
 def _refuse_repeated_keys(data: bytes | bytearray, path: Path) -> None:
-    """TraceError when an object holds a key twice: at the top level (traceEvents) in every trace, in any
-    object in traces up to REPEATED_KEY_SEARCH_BYTES. A byte search screens out the large traces with one
+    """TraceError when an object holds a key twice: traceEvents in every trace, any key in traces up to
+    REPEATED_KEY_SEARCH_BYTES. A byte search screens out the large traces with one
     traceEvents key, the common case, before anything is parsed."""
     small = len(data) <= REPEATED_KEY_SEARCH_BYTES
     if not small and (data.count(b'"traceEvents"') < 2 or len(_EVENTS_KEY.findall(data)) < 2):
         return
     import json
 
-    top: list[list[str]] = []
-
     def pairs(items):
-        # One dict per object, as json.loads makes anyway; only a short object's keys are looked at twice
-        # (the hook runs for every object: this is most of the search's cost).
-        found = dict(items)
+        found = dict(items)   # the hook runs for every object: the keys are looked at only on a repeat
         if len(found) != len(items):
+            keys = [k for k, _ in items]
+            if keys.count("traceEvents") > 1:
+                raise _RepeatedKey("traceEvents", keys)
             if small:
-                keys = [k for k, _ in items]
                 raise _RepeatedKey(next(k for k in keys if keys.count(k) > 1), keys)
-            top[:] = [[k for k, _ in items]]
-        elif "traceEvents" in found:
-            top[:] = [list(found)]
         return found
 
     try:
         json.loads(bytes(data), object_pairs_hook=pairs)
     except _RepeatedKey as found:
-        where = ("the top-level object" if "traceEvents" in found.keys
-                 else "an event" if {"ph", "ts", "name"} & set(found.keys) else "an event's args")
+        if found.key == "traceEvents":
+            raise TraceError(path, "the top-level object holds the key 'traceEvents' more than once: which list "
+                                   "is the trace is unknown (a JSON reader keeps the last)") from None
+        where = "an event" if {"ph", "ts", "name"} & set(found.keys) else "an event's args"
         raise TraceError(path, f"{where} holds the key {found.key!r} more than once: which value is meant is "
                                "unknown (a JSON reader keeps the last)") from None
     except (ValueError, RecursionError):
         return   # not valid JSON: the decoder says why
-    if top and top[0].count("traceEvents") > 1:
-        raise TraceError(path, "the top-level object holds the key 'traceEvents' more than once: which list is "
-                               "the trace is unknown (a JSON reader keeps the last)")
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"
