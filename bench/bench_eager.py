@@ -184,8 +184,8 @@ def gemm_table():
     from kernlint.reference.linear import Fp8BlockLinear
 
     m = 16
-    configs = [(16, bn, 4, st) for bn in (32, 64, 128) for st in (3, 4, 6, 8)]
-    print(f"3. small-M GEMM at M={m}: Triton (BLOCK_M, BLOCK_N, warps, stages) sweep vs cuBLAS block-wise "
+    configs = [(16, bn, 4, st, sk) for bn in (32, 64, 128) for st in (3, 4, 6) for sk in (1, 4)]
+    print(f"3. small-M GEMM at M={m}: Triton (BLOCK_M, BLOCK_N, warps, stages, SPLIT_K) sweep vs cuBLAS block-wise "
           f"_scaled_mm; graph device time, us")
     for n, k in NKS:
         w = torch.randn(n, k, device="cuda") / k ** 0.5
@@ -196,7 +196,7 @@ def gemm_table():
         cublas = lambda: torch._scaled_mm(x_q, w_q.t(), scale_a=x_s, scale_b=w_s.t(),  # noqa: E731
                                           out_dtype=torch.bfloat16)
         cublas_graph = graph_median_ms(cublas, CALLS_PER_GRAPH) * 1e3
-        default = gemm_config(m, n, 0)
+        default = gemm_config(m, n, k, 0)
         results = []
         for cfg in configs:
             try:

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # One device call on the H200 for kernlint/reference: its GPU tests, then the kernel benchmarks, into $OUT
 # (tests.txt, bench.txt). Each step has its own time limit, so a slow one cannot eat the others' time.
-# Usage: scripts/gpu_kernels.sh [tests] [eager] [fused] [grouped] [linear] [quant] [dummy]  (default: all)
+# Usage: scripts/gpu_kernels.sh [tests] [eager] [fused] [grouped] [linear] [quant] [dummy] [smallm] [sweep]
+# (default: all but the sweep)
 # Needs .whl/ carried along (see scripts/device_env.sh).
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
-steps=${*:-tests eager fused grouped linear quant}
+steps=${*:-tests eager fused grouped linear quant smallm}
 step() {  # step NAME SECONDS CMD...: runs CMD under a time limit, appending its output to bench.txt
   local name=$1 limit=$2; shift 2
   echo "=== $name ($(date +%T))" | tee -a "$OUT/bench.txt"
@@ -27,5 +28,7 @@ for s in $steps; do
     linear) step bench_linear "${LINEAR_LIMIT:-60}" python3 bench/bench_linear.py ;;
     quant) step bench_quant "${QUANT_LIMIT:-40}" python3 bench/bench_quant.py ;;
     dummy) step bench_dummy_init "${DUMMY_LIMIT:-90}" python3 bench/bench_dummy_init.py ;;
+    smallm) step bench_small_m_gemm "${SMALLM_LIMIT:-240}" python3 bench/bench_small_m_gemm.py ;;
+    sweep) step small_m_sweep "${SWEEP_LIMIT:-280}" python3 bench/bench_small_m_gemm.py --sweep ;;
   esac
 done

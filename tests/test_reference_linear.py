@@ -206,6 +206,89 @@ def test_triton_gemm_fallback_matches_float64(m, n, k, bias):
     assert rel_err(y, ref) < 1e-2
 
 
+def gemm_operands(m, n, k, bias):
+    x_q, x_s = scale_1x128(torch.randn(m, k, device="cuda", dtype=torch.bfloat16), column_major_scales=True)
+    w_q = (torch.randn(n, k, device="cuda") * 50).clamp(-448, 448).to(torch.float8_e4m3fn)
+    w_s = torch.rand(-(-n // 128), k // 128, device="cuda") + 0.5
+    b = torch.randn(n, device="cuda", dtype=torch.bfloat16) if bias else None
+    return x_q, x_s, w_q, w_s, b
+
+
+def float64_product(x_q, x_s, w_q, w_s, b):
+    ref = (dequantize_1x128(x_q.cpu(), x_s.cpu(), torch.float64)
+           @ dequantize_weight_128x128(w_q.cpu(), w_s.cpu(), torch.float64).t())
+    return ref if b is None else ref + b.double().cpu()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n,k,split", [(1, 384, 1024, 4), (16, 200, 768, 3), (33, 7168, 2048, 8),
+                                         (64, 256, 4096, 16), (16, 2048, 4096, 5)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_split_k_gemm_matches_float64_and_leaves_its_arrival_counters_at_zero(m, n, k, split, bias):
+    """Split K: the last split to arrive adds the partials; call after call (the plan's later launches) and
+    whatever split arrives last, the result is the product and the counters are back at 0."""
+    from kernlint.reference._triton_gemm import _PLANS, block_scaled_mm_triton, gemm_config
+
+    config = (*gemm_config(m, n, k, 0)[:4], split)
+    for _ in range(3):
+        x_q, x_s, w_q, w_s, b = gemm_operands(m, n, k, bias)
+        y = block_scaled_mm_triton(x_q, x_s, w_q, w_s, torch.bfloat16, b, config=config)
+        unsplit = block_scaled_mm_triton(x_q, x_s, w_q, w_s, torch.bfloat16, b, config=(*config[:4], 1))
+        assert rel_err(y, float64_product(x_q, x_s, w_q, w_s, b)) < 1e-2
+        assert rel_err(y, unsplit) < 1e-2
+    plans = [p for p in _PLANS.values() if p.config == config and (p.m, p.n, p.k) == (m, n, k)]
+    assert plans and all(p.split_k == split and p.kernel is not None for p in plans)
+    torch.cuda.synchronize()
+    assert all(int(p.arrivals.abs().sum()) == 0 for p in plans)
+
+
+@pytest.mark.gpu
+def test_decode_shapes_split_k_and_large_m_does_not():
+    from kernlint.reference._triton_gemm import gemm_config
+
+    assert gemm_config(16, 2048, 4096, 0)[4] > 1   # 32 tiles of 64 columns: K is split to fill the GPU
+    assert gemm_config(1, 7168, 7168, 0)[4] > 1
+    assert gemm_config(4096, 7168, 2048, 0)[4] == 1
+    for m, n, k in ((16, 2048, 4096), (64, 24576, 1536), (1, 7168, 256)):
+        split = gemm_config(m, n, k, 0)[4]
+        per_split = -(-(k // 128) // split)
+        assert split * per_split - (k // 128) < per_split   # no split is left without K to sum
+
+
+@pytest.mark.gpu
+def test_split_k_gemm_replays_from_a_cuda_graph_with_no_fill_captured(monkeypatch):
+    """Replays reuse the counters the last split reset; a plan first made inside a capture, before any
+    counter pool exists, runs unsplit rather than capture a fill that every replay would run."""
+    from kernlint.reference import _triton_gemm
+
+    m, n, k = 16, 2048, 4096
+    x_q, x_s, w_q, w_s, b = gemm_operands(m, n, k, True)
+    config = _triton_gemm.gemm_config(m, n, k, 0)
+    assert config[4] > 1
+    call = lambda: _triton_gemm.block_scaled_mm_triton(x_q, x_s, w_q, w_s, torch.bfloat16, b)  # noqa: E731
+    call()   # plans and compiles outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = call()
+    for _ in range(3):
+        x_q.copy_(scale_1x128(torch.randn(m, k, device="cuda", dtype=torch.bfloat16), column_major_scales=True)[0])
+        graph.replay()
+        torch.cuda.synchronize()
+        assert rel_err(y, float64_product(x_q, x_s, w_q, w_s, b)) < 1e-2
+
+    _triton_gemm.block_scaled_mm_triton(x_q, x_s, w_q, w_s, torch.bfloat16, b, config=(*config[:4], 1))
+    monkeypatch.setattr(_triton_gemm, "_ARRIVAL_POOLS", {})   # (the unsplit kernel is compiled: above)
+    monkeypatch.setattr(_triton_gemm, "_PLANS", {})
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = call()
+    (plan,) = _triton_gemm._PLANS.values()
+    assert plan.split_k == 1 and plan.arrivals is None and not _triton_gemm._ARRIVAL_POOLS
+    names = cuda_kernel_names(graph.replay)
+    assert names == ["fp8_block_scaled_gemm_kernel"], names
+    assert rel_err(y, float64_product(x_q, x_s, w_q, w_s, b)) < 1e-2
+
+
 # --- eager plans, custom ops, torch.compile, CUDA graphs ------------------------------------------------
 
 
