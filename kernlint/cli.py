@@ -22,32 +22,44 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 import json
-import shlex
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from kernlint._version import __version__
-from kernlint.capture.child import AUDIT_TIMEOUT_S
 from kernlint.config import SELECTION_KEYS, Config, described, param_name, parse_size, resolve_config
 from kernlint.errors import ConfigError, KernlintError, TraceError
 from kernlint.extras import require_capture
-from kernlint.fileio import write_text_atomically
 from kernlint.report.safe import printable
+
+# Imported here: what every command needs to parse its options. The rest is imported where it is used: rich's
+# console (an error line, a rich renderable, the progress display), the capture modules (run, audit, baseline
+# record --workload), tempfile (a trace on standard input), shlex (baseline record), and in the command bodies
+# the pipeline, the rules and the chosen format's renderers. tests/test_startup_imports.py checks what
+# `kernlint check` of a small trace leaves out.
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERNAL, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 
-_err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False, markup=False)
 # How much the text report says (kernlint.report.text_format's levels): -q, the default, -v.
 QUIET, NORMAL, VERBOSE = -1, 0, 1
+# `audit --timeout`'s default: kernlint.capture.child.AUDIT_TIMEOUT_S, which is not imported for the option
+# (tests/test_startup_imports.py checks that the two agree).
+_AUDIT_TIMEOUT_S = 600.0
+
+
+@functools.cache
+def _stderr():
+    """The rich console on stderr (error lines, the progress display), made on first use."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False, markup=False)
 
 
 def _error_line(message: str, prefix: str = "kernlint: error: ", *, join_lines: bool = False) -> None:
@@ -55,7 +67,7 @@ def _error_line(message: str, prefix: str = "kernlint: error: ", *, join_lines: 
     with `join_lines` (click's own wrapped messages) its lines joined by spaces first."""
     if join_lines:
         message = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
-    _err.print(prefix + printable(message), markup=False, emoji=False, highlight=False, soft_wrap=True)
+    _stderr().print(prefix + printable(message), markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -68,6 +80,8 @@ def _warning_line(message: str) -> None:
 
 def _write_atomically(path: Path, text: str) -> None:
     """Write the whole output or nothing: a temp file beside the target, then rename."""
+    from kernlint.fileio import write_text_atomically
+
     try:
         write_text_atomically(path, text)
     except OSError as exc:
@@ -78,6 +92,8 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def _full_width(renderable: object) -> int:
     """The width at which `renderable` shows every cell whole: its widest line (80 at least)."""
+    from rich.console import Console
+
     probe = Console(file=io.StringIO(), width=1 << 20, color_system=None, emoji=False, highlight=False)
     return max(80, probe.measure(renderable).maximum)
 
@@ -89,6 +105,8 @@ def _emit(rendered: object, output: Path | None) -> None:
         else:
             click.echo(rendered, nl=False)
         return
+    from rich.console import Console
+
     if not output and sys.stdout.isatty():
         Console(highlight=False, soft_wrap=True, emoji=False).print(rendered)
         return
@@ -501,6 +519,8 @@ def _stdin_as_file(traces, limit: int):
         raise TraceError("-", f"standard input: more than --max-trace-bytes ({limit} bytes); not checked")
     if not data:
         raise TraceError("-", "standard input is empty: no trace to check")
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="kernlint-stdin-") as tmp:
         name = "stdin.pt.trace.json.gz" if data[:2] == b"\x1f\x8b" else "stdin.pt.trace.json"
         path = Path(tmp) / name
@@ -705,7 +725,7 @@ def _progress():
     # Only on a terminal: elsewhere (a pipe, a CI log) the transient display would leave a blank line
     # before the one error line.
     return Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
-                    console=_err, transient=True, disable=not _err.is_terminal)
+                    console=_stderr(), transient=True, disable=not _stderr().is_terminal)
 
 
 _device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto",
@@ -785,7 +805,7 @@ _AUDIT_KEYS = frozenset({"baseline"})
               help="Instead of running workloads, check the recorded fixture traces (H200 ones included).")
 @click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Fixture folder (default: the source checkout's fixtures/).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=AUDIT_TIMEOUT_S,
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=_AUDIT_TIMEOUT_S,
               show_default=True, metavar="SECONDS",
               help="Each workload's limit (it runs in a process of its own; kernlint's start there is not "
                    "counted): past it the workload is stopped, one error line (exit 2).")
@@ -992,6 +1012,8 @@ def baseline_record(traces, workload_names, processes, repeat, device, out_dir, 
                 _warning_line(f"{name}: {program.other_sequences} of {program.runs + program.other_sequences} "
                               "run(s) launched another sequence than the rest: left out of the baseline (give "
                               "the traces of one program per rank)")
+        import shlex
+
         refresh = shlex.join(["kernlint", "baseline", "record", *source, "-o", str(output)])
         written = write_baseline(output, build_baseline(programs, environment, refresh))
         if not quiet:

@@ -9,13 +9,12 @@ unknown keys are not errors but `ConfigWarning`s in the result. It prints nothin
 """
 from __future__ import annotations
 
-import difflib
+import functools
 import math
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -185,15 +184,15 @@ def _read(path: Path) -> str:
                           ) from None
 
 
-_TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+_TOML_LINE = r"\(at line (\d+), column \d+\)"   # in tomllib's message of a bad file: compiled only then
 
 
 def _parse(path: Path, text: str) -> dict:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        m = _TOML_LINE.search(str(exc))
-        raise ConfigError(_display(path), f"invalid TOML: {_TOML_LINE.sub('', str(exc)).strip()}",
+        m = re.search(_TOML_LINE, str(exc))
+        raise ConfigError(_display(path), f"invalid TOML: {re.sub(_TOML_LINE, '', str(exc)).strip()}",
                           int(m.group(1)) if m else None) from None
     except (RecursionError, MemoryError):  # tomllib parses nested arrays and tables by recursion
         raise ConfigError(_display(path), "invalid TOML: arrays or tables nested too deeply to read") from None
@@ -201,8 +200,12 @@ def _parse(path: Path, text: str) -> dict:
 
 _KEY_PART = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
 _DOTTED = rf"{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*"
-_HEADER = re.compile(rf"^\s*\[\[?\s*({_DOTTED})\s*\]\]?\s*(?:#.*)?$")
-_ASSIGN = re.compile(rf"^\s*({_DOTTED})\s*=")
+
+
+@functools.cache
+def _line_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A table header and a `key =` line: compiled when a config file is read, not on import."""
+    return (re.compile(rf"^\s*\[\[?\s*({_DOTTED})\s*\]\]?\s*(?:#.*)?$"), re.compile(rf"^\s*({_DOTTED})\s*="))
 
 
 def _key_parts(dotted: str) -> tuple[str, ...]:
@@ -212,6 +215,7 @@ def _key_parts(dotted: str) -> tuple[str, ...]:
 def key_lines(text: str) -> dict[tuple[str, ...], int]:
     """Line (1-based) of every table header and `key =` in a TOML text, by the full key path: enough to
     point a message at a key. A key inside a multi-line string is not mistaken for one."""
+    header_line, assign_line = _line_patterns()
     lines: dict[tuple[str, ...], int] = {}
     table: tuple[str, ...] = ()
     in_string: str | None = None
@@ -220,12 +224,12 @@ def key_lines(text: str) -> dict[tuple[str, ...], int]:
             if line.count(in_string) % 2 == 1:
                 in_string = None
             continue
-        header = _HEADER.match(line)
+        header = header_line.match(line)
         if header:
             table = _key_parts(header.group(1))
             lines.setdefault(table, number)
             continue
-        assign = _ASSIGN.match(line)
+        assign = assign_line.match(line)
         if assign:
             lines.setdefault(table + _key_parts(assign.group(1)), number)
             rest = line[assign.end():]
@@ -249,9 +253,11 @@ def parse_size(value: object) -> int:
     if isinstance(value, int):
         number = value
     elif isinstance(value, str):
-        m = _SIZE.fullmatch(value)
+        m = re.fullmatch(_SIZE, value, re.IGNORECASE)
         if not m:
             raise ValueError(f"{value!r} is not a size: give bytes, or a number with K, M, G or T (512M, 4G)")
+        from fractions import Fraction
+
         number = int(Fraction(m.group(1)) * _UNITS[(m.group(2) or "").lower()])
     else:
         raise ValueError(f"expected a size (bytes, or 512M, 4G), got {_type_name(value)}")
@@ -261,10 +267,12 @@ def parse_size(value: object) -> int:
 
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*(?:([kmgt])(?:i?b)?|b)?\s*", re.IGNORECASE)
+_SIZE = r"\s*(\d+(?:\.\d*)?)\s*(?:([kmgt])(?:i?b)?|b)?\s*"   # compiled (re.IGNORECASE) on first use
 
 
 def _unknown(key: str, known: Iterable[str], where: str) -> str:
+    import difflib
+
     known = list(known)
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     if key.replace("_", "-") in known:

@@ -4,15 +4,14 @@
 stops it afterwards; `--scheduler ADDRESS` connects to a running scheduler instead (its workers need this
 version of kernlint installed and the trace files readable at the same paths; relative paths are resolved
 against this process's working directory). Dask is an optional extra: `pip install 'kernlint[distributed]'`.
+
+The module registers on every check; what only a Dask run needs (logging, socket, uuid) is imported then.
 """
 from __future__ import annotations
 
-import logging
 import re
 import signal
-import socket
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,6 +40,8 @@ def _probe(address: str) -> None:
     found = re.fullmatch(r"tcp://\[?([^\]/]+?)\]?:(\d+)/?", address)
     if not found:
         return   # another protocol (tls://, ucx://, inproc://): Dask's client decides
+    import socket
+
     try:
         socket.create_connection((found.group(1), int(found.group(2))), timeout=_PROBE_S).close()
     except OSError as exc:
@@ -53,6 +54,8 @@ _PROBE_S = 5.0
 
 def _connect(distributed, address: str | None, workers: int):
     """(client, cluster or None): a client of the cluster at `address`, or of a new local one."""
+    import logging
+
     if address:
         _probe(address)
         try:
@@ -80,6 +83,8 @@ def _connect(distributed, address: str | None, workers: int):
 
 def run(fn, shared: tuple, items: list, *, workers: int, address: str | None = None
         ) -> Iterator[tuple[int, Any]]:
+    import uuid
+
     distributed = _distributed()
     client, cluster = _connect(distributed, address, workers)
     index: dict = {}

@@ -3,21 +3,24 @@
 Workers start from a fork server that has imported kernlint once (no fork of a parent holding tables or
 threads, no fresh interpreter per worker); they ignore Ctrl-C, which the parent handles by stopping them.
 The rules and options are sent once per worker, not once per trace.
+
+The parallel backends register on every check (the registry loads its built-ins), so this module imports
+multiprocessing and concurrent.futures only when a pool runs (`--jobs N`), not when it registers.
 """
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import signal
 import sys
 import threading
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernlint.parallel import Backend, register
 from kernlint.parallel.work import WorkerError
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 _shared: tuple = ()
 # Ctrl-C ignored first (kernlint._sigint_ignored), then kernlint imported once for every forked worker.
@@ -35,6 +38,8 @@ def _call(fn, item):
 
 
 def _context():
+    import multiprocessing
+
     if sys.platform.startswith("linux"):
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(_PRELOAD)
@@ -78,6 +83,9 @@ def _ctrl_c_deferred():
 
 def run(fn, shared: tuple, items: list, *, workers: int, address: str | None = None
         ) -> Iterator[tuple[int, Any]]:
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_start, initargs=(shared,))
     finished = False
     try:

@@ -29,9 +29,13 @@ from kernlint.trace.table import KINDS
 # shipped rules, ACME001 for a team's own. Ids are case-insensitive: a rule file's id is upper-cased.
 RULE_ID = re.compile(r"^[A-Z][A-Z0-9]{0,7}[0-9]{3}$")
 RULE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-_UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`(?: - at `([^`]+)`)?")
-_AT_PATH = re.compile(r"at `\$((?:\.[\w-]+|\[\d+\])*)`")
-_TOML_LINE = re.compile(r"at line (\d+)")
+# What an error message says, read only when a rule file is bad: compiled then (re's own cache), not on import.
+_UNKNOWN_FIELD = r"unknown field `([^`]+)`(?: - at `([^`]+)`)?"
+_AT_PATH = r"at `\$((?:\.[\w-]+|\[\d+\])*)`"
+_TOML_LINE = r"at line (\d+)"
+# The names table's own patterns (what `@name` expands to) are ours and compile (tests/test_names.py): they are
+# not compiled to check a rule, but on their first use (kernlint.trace.patterns.compile_pattern).
+_NAMES_TABLE_PATTERNS = frozenset(NAMED_PATTERNS.values())
 
 
 # The shipped rule files and the rule-language reference are package data, read through importlib.resources
@@ -164,7 +168,7 @@ def parse_rule_file(path: Path | Traversable) -> Rule:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        m = _TOML_LINE.search(str(exc))
+        m = re.search(_TOML_LINE, str(exc))
         raise RuleFileError(path, f"invalid TOML: {str(exc).split(' (at')[0]}",
                             int(m.group(1)) if m else None) from None
     except (RecursionError, MemoryError):  # tomllib parses nested arrays and tables by recursion
@@ -177,7 +181,7 @@ def parse_rule_file(path: Path | Traversable) -> Rule:
         raise RuleFileError(path, "schema error: values nested too deeply to check") from None
     except msgspec.ValidationError as exc:
         message = str(exc)
-        unknown = _UNKNOWN_FIELD.search(message)
+        unknown = re.search(_UNKNOWN_FIELD, message)
         if unknown:
             parents = _path_parts(unknown.group(2)[1:]) if unknown.group(2) else []
             extra = ""
@@ -189,7 +193,7 @@ def parse_rule_file(path: Path | Traversable) -> Rule:
             raise RuleFileError(path, f"unknown key `{unknown.group(1)}`"
                                 + (f" in [{'.'.join(parents)}]" if parents else "") + extra,
                                 _line_of(text, parents + [unknown.group(1)])) from None
-        at = _AT_PATH.search(message)
+        at = re.search(_AT_PATH, message)
         parts = _path_parts(at.group(1)) if at else []
         if parts == ["check", "type"] or (parts == ["check"] and "type" in message):
             message = f"{message} (known check types: {', '.join(REGISTRY.names())})"
@@ -221,7 +225,7 @@ def _validate(rule: Rule, path: Path, text: str) -> None:
             value = getattr(struct, attr)
             regexes += [(p, [table, key]) for p in (value if isinstance(value, list) else [value])]
     for pattern, where in regexes:
-        if pattern is None:
+        if pattern is None or pattern in _NAMES_TABLE_PATTERNS:
             continue
         try:
             compile_pattern(pattern)

@@ -9,11 +9,40 @@ once per distinct name (lru_cache), and no pattern backtracks badly on a long na
 
 Also here: the device events whose launching call blocks the host (SYNCING_DEVICE_EVENTS), and the named
 patterns that rule files reference as `@name` (NAMED_PATTERNS).
+
+Nothing is compiled on import: a table's pattern is compiled when the first name reaches it (`_Table`), and
+each of the module's own expressions on its first use (`_Lazy`), so a command that classifies a few names
+compiles a few patterns.
 """
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+
+class _Lazy:
+    """A regular expression of this module, compiled on its first use. That use puts the compiled pattern in
+    this module's namespace under the same name, so every later use (`names.GRAPH_LAUNCH.match`, or a
+    function of this module) costs what a plain compiled pattern costs."""
+
+    __slots__ = ("_name", "_source", "_compiled")
+
+    def __init__(self, name: str, source: str) -> None:
+        self._name = name
+        self._source = source
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, attr: str):
+        if attr in _Lazy.__slots__:   # an instance made without __init__ (a copy): not a pattern's attribute
+            raise AttributeError(attr)
+        if self._compiled is None:
+            self._compiled = re.compile(self._source)
+            globals()[self._name] = self._compiled
+        return getattr(self._compiled, attr)
+
+    def __repr__(self) -> str:
+        return f"re.compile({self._source!r}) (not compiled yet)"
+
 
 # Categories a device event can have. "gemm" holds matrix products and convolutions (aten's conv ops are gemm
 # too); "reduce" holds reductions, norms, softmax, pooling, scans, sorts and top-k (as the op table does);
@@ -170,57 +199,67 @@ OP_CATEGORY_TABLE: tuple[tuple[str, str], ...] = (
      r"|send|recv_?|recv_any_source_|record_param_comms|wait_tensor|All2All\w*)$", "comm"),
 )
 
-_MEMCPY_SHORT = re.compile(r"^(Memcpy|Memset) (\w+)")
+_MEMCPY_SHORT = _Lazy("_MEMCPY_SHORT", r"^(Memcpy|Memset) (\w+)")
 # Each starts only where a word starts ((?<!\w)), so a long run of word characters is scanned once, not once
 # per character: a 40,000-character name still shortens in linear time.
-_FUNCTOR = re.compile(r"(?<!\w)(\w*Functor\w*)(<[^<>]*(?:<[^<>]*>[^<>]*)*>)?")
-_NAMESPACE_QUALIFIER = re.compile(r"(?:\b[A-Za-z_]\w*|\(anonymous namespace\))::")
+_FUNCTOR = _Lazy("_FUNCTOR", r"(?<!\w)(\w*Functor\w*)(<[^<>]*(?:<[^<>]*>[^<>]*)*>)?")
+_NAMESPACE_QUALIFIER = _Lazy("_NAMESPACE_QUALIFIER", r"(?:\b[A-Za-z_]\w*|\(anonymous namespace\))::")
 # The host function a templated TensorIterator kernel was instantiated from (direct_copy_kernel_cuda, ...).
-_HOST_FUNCTION = re.compile(r"(?<!\w)(\w+)(?:<[^<>()]*>)?\(at::TensorIteratorBase")
+_HOST_FUNCTION = _Lazy("_HOST_FUNCTION", r"(?<!\w)(\w+)(?:<[^<>()]*>)?\(at::TensorIteratorBase")
 
 # Where a kernel pattern may start: the start of an identifier token (not right after a letter).
 _TOKEN_START = r"(?<![A-Za-z])"
 
 
-def _compile(table: tuple[tuple[str, str], ...], prefix: str = "") -> tuple[tuple[re.Pattern[str], str], ...]:
-    return tuple((re.compile(f"{prefix}(?:{pattern})" if prefix else pattern), category)
-                 for pattern, category in table)
+class _Table:
+    """An ordered table of (pattern, category): the first pattern that matches decides. Each pattern is
+    compiled when the first name reaches it (a name that matches the third line compiles three)."""
+
+    __slots__ = ("_sources", "_compiled")
+
+    def __init__(self, table: tuple[tuple[str, str], ...], prefix: str = "") -> None:
+        self._sources = tuple((f"{prefix}(?:{pattern})" if prefix else pattern, category)
+                              for pattern, category in table)
+        self._compiled: list[re.Pattern[str] | None] = [None] * len(self._sources)
+
+    def first_match(self, name: str, default: str) -> str:
+        compiled = self._compiled
+        for i, (source, category) in enumerate(self._sources):
+            pattern = compiled[i]
+            if pattern is None:
+                pattern = compiled[i] = re.compile(source)
+            if pattern.search(name):
+                return category
+        return default
 
 
-_KERNEL_TABLE = _compile(KERNEL_CATEGORY_TABLE, _TOKEN_START)
-_RUNTIME_TABLE = _compile(RUNTIME_CATEGORY_TABLE)
-_OP_NAMESPACE_TABLE = _compile(OP_NAMESPACE_TABLE)
-_OP_TABLE = _compile(OP_CATEGORY_TABLE)
-_SYNCING_DEVICE_EVENT = re.compile("|".join(f"(?:{p})" for p in SYNCING_DEVICE_EVENTS))
-
-
-def _first_match(table, name: str, default: str) -> str:
-    for pattern, category in table:
-        if pattern.search(name):
-            return category
-    return default
+_KERNEL_TABLE = _Table(KERNEL_CATEGORY_TABLE, _TOKEN_START)
+_RUNTIME_TABLE = _Table(RUNTIME_CATEGORY_TABLE)
+_OP_NAMESPACE_TABLE = _Table(OP_NAMESPACE_TABLE)
+_OP_TABLE = _Table(OP_CATEGORY_TABLE)
+_SYNCING_DEVICE_EVENT = _Lazy("_SYNCING_DEVICE_EVENT", "|".join(f"(?:{p})" for p in SYNCING_DEVICE_EVENTS))
 
 
 @lru_cache(maxsize=65536)
 def classify_kernel(name: str) -> str:
     """Category of a device event (kernel, memcpy or memset) from its full name."""
-    return _first_match(_KERNEL_TABLE, name, "other")
+    return _KERNEL_TABLE.first_match(name, "other")
 
 
 @lru_cache(maxsize=4096)
 def classify_runtime(name: str) -> str:
     """Category of a CUDA runtime or driver call."""
-    return _first_match(_RUNTIME_TABLE, name, "runtime_other")
+    return _RUNTIME_TABLE.first_match(name, "runtime_other")
 
 
 @lru_cache(maxsize=16384)
 def classify_op(name: str) -> str:
     """Category of an op (aten::fill_ -> fill): by namespace (c10d:: -> comm), else by the name without it."""
-    category = _first_match(_OP_NAMESPACE_TABLE, name, "")
+    category = _OP_NAMESPACE_TABLE.first_match(name, "")
     if category:
         return category
     base = name.rsplit("::", 1)[-1]
-    return _first_match(_OP_TABLE, base, "elementwise" if name.startswith("aten::") else "other")
+    return _OP_TABLE.first_match(base, "elementwise" if name.startswith("aten::") else "other")
 
 
 @lru_cache(maxsize=4096)
@@ -259,7 +298,7 @@ def without_module_prefix(name: str) -> str:
 
 # Calls through which Triton launches its kernels (the CUDA driver; HIP's module API on ROCm): a kernel no
 # table line knows, launched by one of them, is a Triton kernel.
-TRITON_LAUNCH = re.compile(r"^(?:cuLaunchKernel|hipModuleLaunchKernel)")
+TRITON_LAUNCH = _Lazy("TRITON_LAUNCH", r"^(?:cuLaunchKernel|hipModuleLaunchKernel)")
 # Ops whose copy kernels change the dtype: a copy launched under one of them is a cast.
 CASTING_OPS: frozenset[str] = frozenset({"aten::_to_copy", "aten::to"})
 
@@ -325,11 +364,12 @@ def frame_parts(frame_name: str) -> tuple[str | None, int | None, str]:
     return match.group(1), int(match.group(2)), match.group(3)
 
 
-_FRAME = re.compile(r"^(.*?)\((\d+)\): (.*)$")
+_FRAME = _Lazy("_FRAME", r"^(.*?)\((\d+)\): (.*)$")
 
 # Python frames from these places are library plumbing, not the code a user wrote. A scope built from
 # Python frames skips them.
-LIBRARY_FRAME = re.compile(
+LIBRARY_FRAME = _Lazy(
+    "LIBRARY_FRAME",
     r"(^|/)(torch|triton|contextlib|functools|threading|runpy|importlib|typing|abc|_pytest|pluggy|click)/"
     r"|^<built-in|^<frozen|^<string>|(^|/)site-packages/(torch|triton)/|^\s*$"
     r"|^(contextlib|functools|threading|runpy|abc)\.py\("
@@ -344,7 +384,7 @@ def is_library_frame(frame_name: str) -> bool:
 
 
 # Runtime calls that replay a whole captured CUDA graph: the kernels they run have no launch of their own.
-GRAPH_LAUNCH = re.compile(r"^(cuda|hip|cu)GraphLaunch")
+GRAPH_LAUNCH = _Lazy("GRAPH_LAUNCH", r"^(cuda|hip|cu)GraphLaunch")
 
 
 def is_graph_launch(runtime_name: str) -> bool:
@@ -353,12 +393,12 @@ def is_graph_launch(runtime_name: str) -> bool:
 
 # Stream capture: launches between these calls on one thread are recorded into a CUDA graph, not run, so
 # they have no device event of their own.
-GRAPH_CAPTURE_BEGIN = re.compile(r"^(cuda|hip)StreamBeginCapture|^cuStreamBeginCapture")
-GRAPH_CAPTURE_END = re.compile(r"^(cuda|hip)StreamEndCapture|^cuStreamEndCapture")
+GRAPH_CAPTURE_BEGIN = _Lazy("GRAPH_CAPTURE_BEGIN", r"^(cuda|hip)StreamBeginCapture|^cuStreamBeginCapture")
+GRAPH_CAPTURE_END = _Lazy("GRAPH_CAPTURE_END", r"^(cuda|hip)StreamEndCapture|^cuStreamEndCapture")
 
 # Python frames of the profiler itself (its start and stop synchronize the device): what runs under them is
 # the profiler's work, not the profiled program's.
-PROFILER_FRAME = re.compile(r"(^|/)torch/(profiler/|autograd/profiler\.py|autograd/profiler_util\.py)")
+PROFILER_FRAME = _Lazy("PROFILER_FRAME", r"(^|/)torch/(profiler/|autograd/profiler\.py|autograd/profiler_util\.py)")
 
 
 def is_profiler_frame(frame_name: str) -> bool:
