@@ -80,7 +80,7 @@ def test_replayed_kernels_take_the_captured_launchs_op_module_and_line():
 def test_replays_cycle_through_captures_of_one_kernel_sequence_in_capture_order():
     """Piecewise graphs: 8 pieces per batch size of two kernel sequences; replays take them in order."""
     table = load_trace(_graph("new-ones-piecewise"))
-    windows = capture_windows(table.frame)
+    windows = capture_windows(table.columns)
     assert len(windows) == 16
     stats = graph_replays(table)
     assert (stats.replays, stats.attributed_kernels, stats.kernels, stats.ambiguous_replays) == (16, 136, 136, 16)
@@ -222,7 +222,7 @@ def _with_node_ids(tmp_path, crossed: bool = False) -> Path:
 
 def test_graph_node_ids_attribute_replays_without_the_capture_calls(tmp_path, kl001):
     table = load_trace(_with_node_ids(tmp_path))
-    assert capture_windows(table.frame) == []
+    assert capture_windows(table.columns) == []
     stats = graph_replays(table)
     assert (stats.replays, stats.by_node_id, stats.attributed_kernels, stats.kernels) == (2, 2, 136, 136)
     outcome = check_trace(table, kl001).outcomes[0]

@@ -3,7 +3,7 @@ compared with later runs.
 
 Layer: imports kernlint.trace only; the rules layer turns a BaselineComparison into findings. Names are
 imported on first use, so that importing the small parts (kernlint.baseline.model, for the config's
-thresholds) does not load pandas and scipy.
+thresholds) loads nothing else; scipy is imported only where timing samples are compared.
 """
 from __future__ import annotations
 

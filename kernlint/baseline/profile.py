@@ -51,9 +51,9 @@ def _text(value) -> str:
 def _elements(table: EventTable, index: ScopeIndex) -> tuple[list[_Element], int, str]:
     """Every launch and sync of the trace in issue order, the device events with no launching call, and
     the timing basis."""
-    f = table.frame
+    f = table.columns
     kind, category = index.kind, index.category
-    dur = f["dur"].to_numpy()
+    dur = f["dur"]
     on_device = table.has_device_events
     if on_device:
         device = np.flatnonzero(np.isin(kind, list(DEVICE_KINDS)))
@@ -132,12 +132,12 @@ def _allocations(table: EventTable, index: ScopeIndex, start: float, stop: float
                  ) -> tuple[dict[str, tuple[int, int]], tuple[int, int]]:
     """Per scope and for the whole run: (bytes allocated, peak bytes live at once) of the allocations made
     in [start, stop)."""
-    f = table.frame
+    f = table.columns
     allocs = np.flatnonzero((index.kind == "alloc") & (index.ts >= start) & (index.ts < stop))
     if not len(allocs):
         return {}, (0, 0)
-    nbytes = f["bytes"].to_numpy()
-    paired = f["paired"].to_numpy()
+    nbytes = f["bytes"]
+    paired = f["paired"]
     changes: dict[str, list[tuple[float, int]]] = {}
     every: list[tuple[float, int]] = []
     for a in allocs.tolist():

@@ -19,8 +19,9 @@ import numpy as np
 
 from kernlint.rules.result import CheckResult, Finding, TraceReport, clean_finding, sorted_findings
 from kernlint.rules.schema import Rule
+from kernlint.trace.event_columns import EventColumns, factorize
 from kernlint.trace.scopes import ScopeIndex
-from kernlint.trace.table import DEVICE_KINDS, EventTable
+from kernlint.trace.table import DEVICE_KINDS, EventTable, is_kind
 
 MAX_TIMELINES = 12
 MAX_BARS = 400
@@ -206,34 +207,70 @@ def _scope_label(index: ScopeIndex, host: int, cache: dict) -> str:
     return label
 
 
-def _lane_of(frame, row: int) -> str:
-    kind = frame["kind"].iat[row]
+def _lane_of(columns: EventColumns, row: int) -> str:
+    kind = columns["kind"][row]
     if kind in DEVICE_KINDS:
-        stream = frame["stream"].iat[row]
-        return f"GPU {frame['device'].iat[row]} stream {stream}" if stream >= 0 else "GPU"
+        stream = columns["stream"][row]
+        return f"GPU {columns['device'][row]} stream {stream}" if stream >= 0 else "GPU"
     return "CPU ops" if kind == "op" else "CPU launches"
 
 
 # -- kernels, scopes, allocations ----------------------------------------------------------------------------
 def kernel_rows(table: EventTable) -> tuple[list[KernelRow], tuple[int, int, float]]:
-    f = table.frame
-    device = f[f["kind"].isin(DEVICE_KINDS)]
-    if device.empty:
+    f = table.columns
+    device = np.flatnonzero(is_kind(f, *DEVICE_KINDS))
+    if not len(device):
         return [], (0, 0, 0.0)
-    grouped = device.groupby("short_name", sort=False).agg(
-        category=("category", "first"), count=("dur", "size"), total=("dur", "sum"), max=("dur", "max"))
-    grouped = grouped.sort_values("total", ascending=False)
-    rows = [KernelRow(str(name), str(g.category), int(g["count"]), float(g.total), float(g.total) / int(g["count"]),
-                      float(g["max"])) for name, g in grouped.head(MAX_KERNEL_ROWS).iterrows()]
-    rest = grouped.iloc[MAX_KERNEL_ROWS:]
-    return rows, (len(rest), int(rest["count"].sum()), float(rest["total"].sum()))
+    # Per kernel name, in order of first launch: category (the first), count, total and longest duration,
+    # summed as pandas' groupby summed them (ties in the order below come out as they did).
+    ids, kernel_names = factorize(f["short_name"][device])
+    dur = f["dur"][device]
+    count = np.bincount(ids)
+    first = np.unique(ids, return_index=True)[1]
+    category = f["category"][device][first]
+    if bool((ids[1:] >= ids[:-1]).all()) and not np.isnan(dur).any():   # pandas: ufunc.reduceat
+        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+        total, longest = np.add.reduceat(dur, starts), np.maximum.reduceat(dur, starts)
+    else:   # pandas: Kahan summation, group by group
+        total, longest = _group_sums(ids, dur, len(kernel_names))
+    order = _descending(total)
+    rows = [KernelRow(str(kernel_names[g]), str(category[g]), int(count[g]), float(total[g]),
+                      float(total[g]) / int(count[g]), float(longest[g])) for g in order[:MAX_KERNEL_ROWS].tolist()]
+    rest = order[MAX_KERNEL_ROWS:]
+    return rows, (len(rest), int(count[rest].sum()), float(total[rest].sum()))
+
+
+def _group_sums(ids: np.ndarray, values: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: the Kahan sum and the maximum of `values`, NaN skipped (pandas' group_sum, group_max)."""
+    total, compensation = [0.0] * groups, [0.0] * groups
+    longest = [-math.inf] * groups
+    for g, value in zip(ids.tolist(), values.tolist()):
+        if value != value:
+            continue
+        y = value - compensation[g]
+        t = total[g] + y
+        compensation[g] = t - total[g] - y
+        if not math.isfinite(compensation[g]):
+            compensation[g] = 0.0
+        total[g] = t
+        if value > longest[g]:
+            longest[g] = value
+    return np.array(total, dtype=np.float64), np.array(longest, dtype=np.float64)
+
+
+def _descending(values: np.ndarray) -> np.ndarray:
+    """The order pandas' sort_values(ascending=False) gives (its quicksort, run on the reversed values;
+    NaN last)."""
+    nan = np.isnan(values)
+    idx = np.arange(len(values))[~nan][::-1]
+    order = idx[values[~nan][::-1].argsort(kind="quicksort")][::-1]
+    return np.concatenate([order, np.flatnonzero(nan)])
 
 
 def scope_rows(table: EventTable, index: ScopeIndex, findings: list[Finding]) -> list[ScopeRow]:
     """Device time per scope (the innermost unit that launched it): the scopes without findings summed up."""
-    f = table.frame
-    rows = np.flatnonzero(np.isin(index.kind, list(DEVICE_KINDS)) & (index.launcher >= 0))
-    dur = f["dur"].to_numpy()
+    rows = np.flatnonzero(index.is_kind(*DEVICE_KINDS) & (index.launcher >= 0))
+    dur = table.columns["dur"]
     totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     cache: dict = {}
     for r in rows.tolist():
@@ -250,12 +287,13 @@ def scope_rows(table: EventTable, index: ScopeIndex, findings: list[Finding]) ->
 
 
 def allocations(table: EventTable) -> Allocations | None:
-    f = table.frame
-    mem = f[f["kind"].isin(("alloc", "free")) & np.isfinite(f["ts"])].sort_values("ts", kind="stable")
-    if mem.empty:
+    f = table.columns
+    mem = np.flatnonzero(is_kind(f, "alloc", "free") & np.isfinite(f["ts"]))
+    if not len(mem):
         return None
-    ts = mem["ts"].to_numpy()
-    live = np.cumsum(mem["bytes"].to_numpy().astype(np.int64))
+    mem = mem[np.argsort(f["ts"][mem], kind="stable")]
+    ts = f["ts"][mem]
+    live = np.cumsum(f["bytes"][mem].astype(np.int64))
     live = live - min(0, int(live.min()))     # frees of memory allocated before the window start below 0
     start, end = float(ts[0]), float(ts[-1])
     if len(ts) > MAX_ALLOCATION_POINTS:       # each kept point is the peak of its span
@@ -264,17 +302,17 @@ def allocations(table: EventTable) -> Allocations | None:
         ts, live = ts[picks], live[picks]
     points = [(float(t - start), int(v)) for t, v in zip(ts, live)]
     temporaries = []
-    dtype = f["dtype"].to_numpy() if "dtype" in f else None
-    paired = f["paired"].to_numpy()
+    dtype = f["dtype"] if "dtype" in f else None
+    paired = f["paired"]
     if dtype is not None:
-        fp8 = [r for r in mem.index[(mem["kind"] == "alloc")].tolist()
+        fp8 = [r for r in mem[is_kind(f, "alloc")[mem]].tolist()
                if isinstance(dtype[r], str) and dtype[r].startswith("float8")]
         step = max(1, math.ceil(len(fp8) / MAX_TEMPORARY_MARKS))   # spread over the whole trace
         for r in fp8[::step]:
             p = int(paired[r])
-            temporaries.append(Temporary(float(f["ts"].iat[r]) - start,
-                                         float(f["ts"].iat[p]) - start if p >= 0 else None,
-                                         int(f["bytes"].iat[r]), dtype[r], f"{dtype[r]} {int(f['bytes'].iat[r]):,} B"))
+            temporaries.append(Temporary(float(f["ts"][r]) - start,
+                                         float(f["ts"][p]) - start if p >= 0 else None,
+                                         int(f["bytes"][r]), dtype[r], f"{dtype[r]} {int(f['bytes'][r]):,} B"))
     return Allocations(points, temporaries, int(live.max(initial=0)), 0.0, end - start)
 
 
@@ -305,8 +343,8 @@ def scope_timeline(table: EventTable, index: ScopeIndex, row: int, window: tuple
     """The scope instance `window` (thread, start, end): the outermost working ops it called, the launches
     and the device work they launched, with a flow from each launch to its kernel."""
     thread, t0, t1 = window
-    f = table.frame
-    dur, ts = f["dur"].to_numpy(), f["ts"].to_numpy()
+    f = table.columns
+    dur, ts = f["dur"], f["ts"]
     replay = int(index.replay[row])
     if replay >= 0 and index.launcher[row] != replay:
         return _replay_timeline(table, index, row, window, title, replay)
@@ -349,8 +387,8 @@ def _replay_timeline(table: EventTable, index: ScopeIndex, row: int, window: tup
     that replay ran from the finding's scope (its captured unit), each named with its attributed op and line.
     The captured ops ran at capture time, elsewhere on the time axis: not drawn here."""
     thread, t0, t1 = window
-    f = table.frame
-    dur, ts = f["dur"].to_numpy(), f["ts"].to_numpy()
+    f = table.columns
+    dur, ts = f["dur"], f["ts"]
     with index.in_replay(replay):
         device = index.device_events_between(thread, t0, t1).tolist()
     start = float(ts[replay])
@@ -381,15 +419,14 @@ def rank_timeline(tables: list[EventTable], findings: list[Finding]) -> Timeline
     if len(by_rank) < 2 or not marked:
         return None
     first = marked[0]
-    origin = {r: float(np.nanmin(t.frame["ts"].to_numpy())) for r, t in by_rank.items()}
+    origin = {r: float(np.nanmin(t.columns["ts"])) for r, t in by_rank.items()}
     center = first.ts - origin[first.rank]
     half = 2000.0
     bars: list[Bar] = []
     divergent = {(f.rank, f.event, f.ts) for f in marked}
     for rank, table in sorted(by_rank.items()):
         index = ScopeIndex.of(table)
-        f = table.frame
-        ts, dur = f["ts"].to_numpy(), f["dur"].to_numpy()
+        ts, dur = table.columns["ts"], table.columns["dur"]
         lo, hi = origin[rank] + center - half, origin[rank] + center + half
         ops = np.flatnonzero((index.kind == "op") & index.does_work & (index.parent_op < 0) & (ts >= lo) & (ts < hi))
         for r in ops.tolist()[:MAX_BARS // len(by_rank)]:
@@ -410,12 +447,11 @@ def rank_stalls(by_rank: dict[int, EventTable], finding: Finding) -> list[RankSt
     """The first collective kernel on the finding's rank after its launch, and the same collective (by order)
     on every other rank, with the time each rank spent in it. Empty where a rank has no such collective."""
     def collectives(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        f = table.frame
-        rows = np.flatnonzero(np.isin(f["kind"].to_numpy(), list(DEVICE_KINDS))
-                              & (f["category"].to_numpy() == "comm"))
-        ts = f["ts"].to_numpy()[rows]
+        f = table.columns
+        rows = np.flatnonzero(is_kind(f, *DEVICE_KINDS) & (f["category"] == "comm"))
+        ts = f["ts"][rows]
         order = np.argsort(ts, kind="stable")
-        return rows[order], ts[order], f["dur"].to_numpy()[rows][order]
+        return rows[order], ts[order], f["dur"][rows][order]
 
     own = collectives(by_rank[finding.rank])
     after = np.flatnonzero(own[1] >= finding.ts)
@@ -427,7 +463,7 @@ def rank_stalls(by_rank: dict[int, EventTable], finding: Finding) -> list[RankSt
         rows, _, dur = own if rank == finding.rank else collectives(table)
         if nth >= len(rows) or not math.isfinite(float(dur[nth])):
             return []
-        picked[rank] = (str(table.frame["name"].iat[int(rows[nth])]), float(dur[nth]))
+        picked[rank] = (str(table.columns["name"][int(rows[nth])]), float(dur[nth]))
     fastest = min(d for _, d in picked.values())
     return [RankStall(rank, name, dur, dur - fastest, rank == finding.rank) for rank, (name, dur) in picked.items()]
 

@@ -20,7 +20,6 @@ from typing import Any
 
 import msgspec
 import numpy as np
-import pandas as pd
 
 from kernlint.errors import TraceError
 from kernlint.trace.schema import NO_RAW, RawEvent
@@ -52,9 +51,13 @@ class TextCodes:
         self.bad = np.zeros(capacity, dtype=bool)   # the value was unusable (its text is a stand-in)
 
     def add(self, at: int, texts: list[str]) -> None:
-        if texts:
-            codes, uniques = pd.factorize(np.array(texts, dtype=object))
-            self.add_coded(at, codes, uniques.tolist())
+        index = self._index
+        for text in dict.fromkeys(texts):   # the chunk's distinct strings, first seen first
+            if text not in index:
+                index[text] = len(self.values)
+                self.values.append(text)
+        self._codes[at:at + len(texts)] = np.fromiter(map(index.__getitem__, texts), dtype=np.int32,
+                                                      count=len(texts))
 
     def add_coded(self, at: int, codes: np.ndarray, uniques: list[str]) -> None:
         """Rows from `at` on, already coded: each row's code into `uniques` (distinct strings)."""
@@ -177,6 +180,11 @@ class RawColumns:
         codes: TextCodes = getattr(self, which)
         return codes.column(self.n), codes.bad[:self.n], codes.codes(self.n), codes.values
 
+    def text_codes(self, which: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """(unusable mask, codes, distinct strings): the column without its one object per row."""
+        codes: TextCodes = getattr(self, which)
+        return codes.bad[:self.n], codes.codes(self.n), codes.values
+
     def floats(self, which: str) -> tuple[np.ndarray, np.ndarray]:
         return getattr(self, which)[:self.n], getattr(self, "bad_" + which)[:self.n]
 
@@ -211,15 +219,17 @@ def decode_events(raw_events: list, path, events_at: str = "$.traceEvents") -> R
         # "[e0,e1,...]" in one copy: the brackets go onto the first and last event (small copies).
         part[0] = b"[" + part[0]
         part[-1] = bytes(part[-1]) + b"]"
+        joined = b",".join(part)
+        count = len(part)
+        del part
         try:
-            events = _chunk_decoder.decode(b",".join(part))
+            events = _chunk_decoder.decode(joined)
         except msgspec.ValidationError as exc:
             message = _AT_INDEX.sub(lambda m, first=start: f"{events_at}[{first + int(m.group(1))}]", str(exc))
             raise TraceError(path, f"unexpected trace schema: {message}") from None
         except msgspec.DecodeError as exc:   # the top level was valid JSON: an event cannot be invalid
             raise TraceError(path, f"not valid JSON: {exc}") from None
-        count = len(part)
-        del part
+        del joined
         events = [e for e in events if e.ph not in SKIPPED_PHASES and e.cat not in SKIPPED_CATS]
         out.others += count - len(events)
         if not events:
@@ -277,13 +287,10 @@ def _add_chunk(out: RawColumns, events: list) -> None:
 
 def _add_thread_chunk(column: TextCodes, at: int, values: list) -> None:
     if set(map(type, values)) == {int}:   # the usual case: the text of each distinct id only
-        try:
-            local, uniques = pd.factorize(np.array(values, dtype=np.int64))
-        except OverflowError:
-            pass
-        else:
-            column.add_coded(at, local, [str(u) for u in uniques.tolist()])
-            return
+        distinct = {v: i for i, v in enumerate(dict.fromkeys(values))}
+        local = np.fromiter(map(distinct.__getitem__, values), dtype=np.int64, count=len(values))
+        column.add_coded(at, local, [str(u) for u in distinct])
+        return
     texts, bad = _thread_column(values)
     column.add(at, texts)
     column.bad[at:at + len(values)] = bad
@@ -370,7 +377,7 @@ def _as_id(value: Any) -> Any:
 def _id_column(values: list) -> tuple[np.ndarray, np.ndarray]:
     """Correlation / External ids -> (int64 column, unusable mask). Ids are compared exactly, never through
     float64: where they all fit in int64 the column holds them as they are; otherwise it holds an
-    order-preserving dense code of each (pandas.factorize over the exact Python ints). -1 where absent or
+    order-preserving dense code of each (its rank among the distinct exact Python ints). -1 where absent or
     unusable."""
     n = len(values)
     out = np.full(n, -1, dtype=np.int64)
@@ -395,8 +402,8 @@ def _id_column(values: list) -> tuple[np.ndarray, np.ndarray]:
     if max(ids) < _INT64_LIMIT:
         out[present] = np.array(ids, dtype=np.int64)
     else:
-        codes, _uniques = pd.factorize(np.array(ids, dtype=object), sort=True)
-        out[present] = codes
+        rank = {v: i for i, v in enumerate(sorted(set(ids)))}
+        out[present] = np.fromiter(map(rank.__getitem__, ids), dtype=np.int64, count=len(ids))
     return out, bad
 
 

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kernlint.trace.event_columns import EventColumns
 from kernlint.trace.table import (
     AMBIGUOUS_LINK,
     BAD_CORRELATION,
@@ -55,6 +56,7 @@ from kernlint.trace.table import (
     FRAME_OUTSIDE_PARENT,
     UNPLACED,
     EventTable,
+    is_kind,
     recorded_launcher,
 )
 from kernlint.trace.window import LAUNCH_CATEGORIES, window_edges
@@ -207,10 +209,9 @@ def trace_damage(table: EventTable) -> TraceDamage:
 
 
 def _compute(table: EventTable) -> TraceDamage:
-    f = table.frame
-    flags = f["damage"].to_numpy() if "damage" in f.columns else np.zeros(len(f), dtype=np.uint8)
-    kind = f["kind"].to_numpy().astype(object)
-    device_side = np.isin(kind, list(DEVICE_SIDE_KINDS))
+    f = table.columns
+    flags = f["damage"] if "damage" in f else np.zeros(len(f), dtype=np.uint8)
+    device_side = is_kind(f, *DEVICE_SIDE_KINDS)
     host_fields: dict[str, int] = {}
     device_fields: dict[str, int] = {}
     for name, bit in BAD_FIELD_BITS.items():
@@ -235,18 +236,18 @@ def _compute(table: EventTable) -> TraceDamage:
     # A kernel launch with no kernel lost the evidence of what ran. Copies and memsets are left out: old
     # kineto versions record memset calls without memset events (real V100 and A100 traces show hundreds).
     lost = edges.unlinked_launches
-    lost = lost[f["category"].to_numpy()[lost] == "launch"] if len(lost) else lost
+    lost = lost[f["category"][lost] == "launch"] if len(lost) else lost
     return TraceDamage(events=len(f), unlinked_device=np.asarray(unlinked, dtype=np.int64),
                        unlinked_launches=np.asarray(lost, dtype=np.int64),
-                       no_device_events=not bool(np.isin(kind, list(DEVICE_KINDS)).any()),
+                       no_device_events=not bool(is_kind(f, *DEVICE_KINDS).any()),
                        ambiguous_links=ambiguous.astype(np.int64), bad_host_fields=host_fields,
                        bad_device_fields=device_fields,
                        bad_rows=bad_rows.astype(np.int64),
-                       misplaced_launches=_misplaced_launches(f, kind, flags, edges.past_end),
+                       misplaced_launches=_misplaced_launches(f, flags, edges.past_end),
                        misplaced_frames=np.flatnonzero((flags & FRAME_OUTSIDE_PARENT) != 0).astype(np.int64),
-                       unknown_device=_unknown_device(f, kind),
-                       misfit_launches=_misfit_launches(f, kind),
-                       duplicate_events=_duplicate_events(f, kind), shared_timestamp=_shared_timestamp(f, kind))
+                       unknown_device=_unknown_device(f),
+                       misfit_launches=_misfit_launches(f),
+                       duplicate_events=_duplicate_events(f), shared_timestamp=_shared_timestamp(f))
 
 
 # Kinds whose exact repeats are damage. Python frames and memory events are left out: zero-length frames and
@@ -256,26 +257,39 @@ _DUPLICATE_KEY = ("kind", "name", "ts", "dur", "pid", "tid", "correlation", "ext
 _TIMED_KINDS = ("op", "kernel", "memcpy", "memset", "runtime", "python")
 
 
-def _duplicate_events(f, kind: np.ndarray) -> np.ndarray:
+def _duplicate_events(f: EventColumns) -> np.ndarray:
     """Rows that repeat an earlier row of a duplicate-checked kind in every key field (the later copies)."""
-    rows = np.flatnonzero(np.isin(kind, _DUPLICATE_KINDS))
+    rows = np.flatnonzero(is_kind(f, *_DUPLICATE_KINDS))
     if len(rows) < 2:
         return _EMPTY
     # A repeat shares its start: only rows whose ts another row holds are compared field by field (a trace
     # is mostly distinct starts, so this is usually none, at the cost of one sort).
-    ts = f["ts"].to_numpy()[rows]
-    _, inverse, counts = np.unique(ts, return_inverse=True, return_counts=True)
-    rows = rows[counts[inverse] > 1]
+    _, ts_code, counts = np.unique(f["ts"][rows], return_inverse=True, return_counts=True)   # NaN equals NaN
+    ts_code = ts_code.reshape(-1)
+    shared = counts[ts_code] > 1
+    rows, ts_code = rows[shared], ts_code[shared]
     if len(rows) < 2:
         return _EMPTY
-    repeated = f.iloc[rows][list(_DUPLICATE_KEY)].duplicated(keep="first").to_numpy()
+    # Each key field as integers that are equal where the values are; a row repeats an earlier row when all
+    # of them are equal: sorted by the keys, then by row, every row equal to the one before it.
+    keys = [f.coded(c)[0][rows] if c in ("kind", "name", "pid", "tid")
+            else ts_code if c == "ts"
+            else np.unique(f[c][rows], return_inverse=True)[1].reshape(-1) if c == "dur"
+            else f[c][rows] for c in _DUPLICATE_KEY]
+    order = np.lexsort([np.arange(len(rows))] + keys[::-1])
+    same = np.ones(len(rows) - 1, dtype=bool)
+    for key in keys:
+        ordered = key[order]
+        same &= ordered[1:] == ordered[:-1]
+    repeated = np.zeros(len(rows), dtype=bool)
+    repeated[order[1:][same]] = True
     return rows[repeated].astype(np.int64)
 
 
-def _shared_timestamp(f, kind: np.ndarray) -> int:
+def _shared_timestamp(f: EventColumns) -> int:
     """How many timed events sit on one timestamp, when more than half of them (at least 3) do; else 0.
     Real traces never come close: an event's ts is its own start, to the nanosecond."""
-    ts = f["ts"].to_numpy()[np.isin(kind, _TIMED_KINDS)]
+    ts = f["ts"][is_kind(f, *_TIMED_KINDS)]
     ts = ts[np.isfinite(ts)] if ts.dtype.kind == "f" else ts
     if len(ts) < 3:
         return 0
@@ -290,55 +304,55 @@ _LATEST_AFTER_LAUNCH_US = 3_600e6
 _PROCESS_KINDS = ("op", "annotation", "python", "module")
 
 
-def _misfit_launches(f, kind: np.ndarray) -> np.ndarray:
+def _misfit_launches(f: EventColumns) -> np.ndarray:
     """Launch calls that cannot have launched the device event linked to them: the device event starts
     well before the call, or hours after it; or the call sits in a process that issued no op, range or
     frame while the trace has them (its pid was damaged). Such a launch is placed in the wrong scope."""
     launcher = recorded_launcher(f)
-    device = np.flatnonzero(np.isin(kind, list(DEVICE_KINDS)) & (launcher >= 0))
+    device = np.flatnonzero(is_kind(f, *DEVICE_KINDS) & (launcher >= 0))
     if not len(device):
         return _EMPTY
-    ts = f["ts"].to_numpy()
+    ts = f["ts"]
     calls = launcher[device]
     gap = ts[device] - ts[calls]
     bad = (gap < -_EARLIEST_BEFORE_LAUNCH_US) | (gap > _LATEST_AFTER_LAUNCH_US)
-    pid = f["pid"].to_numpy()
-    hosts = np.isin(kind, _PROCESS_KINDS)
+    pid = f["pid"]
+    hosts = is_kind(f, *_PROCESS_KINDS)
     host_pids = set(pid[hosts].tolist())
     if host_pids:
         bad |= ~np.isin(pid[calls], list(host_pids))
         # A kernel launch comes from a thread that runs ops or Python; one on a thread with neither, in a
         # trace that records them, had its tid damaged.
-        threads = f["thread"].to_numpy()
-        kernel_launch = f["category"].to_numpy()[calls] == "launch"
+        threads = f["thread"]
+        kernel_launch = f["category"][calls] == "launch"
         bad |= kernel_launch & ~np.isin(threads[calls], list(set(threads[hosts].tolist())))
     return np.unique(calls[bad]).astype(np.int64)
 
 
-def _unknown_device(f, kind: np.ndarray) -> np.ndarray:
+def _unknown_device(f: EventColumns) -> np.ndarray:
     """Events of an unknown category that hold the correlation id of a launch call with no device event:
     the launch's device event, its category damaged (real traces never show one)."""
-    correlation = f["correlation"].to_numpy()
-    rows = np.flatnonzero((kind == "other") & (correlation >= 0))
+    correlation = f["correlation"]
+    rows = np.flatnonzero(is_kind(f, "other") & (correlation >= 0))
     if not len(rows):
         return _EMPTY
     launcher = recorded_launcher(f)
     linked = np.zeros(len(f), dtype=bool)
     linked[launcher[launcher >= 0]] = True
-    lonely = ((kind == "runtime") & np.isin(f["category"].to_numpy(), LAUNCH_CATEGORIES) & (correlation >= 0)
+    lonely = (is_kind(f, "runtime") & np.isin(f["category"], LAUNCH_CATEGORIES) & (correlation >= 0)
               & ~linked)
     return rows[np.isin(correlation[rows], correlation[lonely])].astype(np.int64)
 
 
-def _misplaced_launches(f, kind: np.ndarray, flags: np.ndarray, past_end: np.ndarray) -> np.ndarray:
+def _misplaced_launches(f: EventColumns, flags: np.ndarray, past_end: np.ndarray) -> np.ndarray:
     """Launch calls in no op whose External id names an op of the trace (those already counted for an
     unusable ts, pid or tid, and launches past the window's end, an edge, left out)."""
-    external = f["external_id"].to_numpy()
-    op_ids = external[(kind == "op") & (external >= 0)]
+    external = f["external_id"]
+    op_ids = external[is_kind(f, "op") & (external >= 0)]
     if not len(op_ids):
         return _EMPTY
-    calls = ((kind == "runtime") & np.isin(f["category"].to_numpy(), LAUNCH_CATEGORIES) & (external >= 0)
-             & (f["op"].to_numpy() < 0) & ((flags & UNPLACED) == 0))
+    calls = (is_kind(f, "runtime") & np.isin(f["category"], LAUNCH_CATEGORIES) & (external >= 0)
+             & (f["op"] < 0) & ((flags & UNPLACED) == 0))
     calls[past_end] = False
     rows = np.flatnonzero(calls)
     return rows[np.isin(external[rows], op_ids)].astype(np.int64)

@@ -26,10 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from kernlint.trace import names
-from kernlint.trace.table import DEVICE_KINDS, EventTable
+from kernlint.trace.event_columns import EventColumns
+from kernlint.trace.table import DEVICE_KINDS, EventTable, is_kind
 
 # The columns a replayed kernel takes from the captured launch it was matched to.
 CONTEXT_COLUMNS = ("op", "top_op", "annotation", "module", "frame", "user_frame", "thread", "source")
@@ -93,11 +93,10 @@ def graph_replays(table: EventTable) -> GraphReplays:
     return table.derived.get("graph_replays") or GraphReplays()
 
 
-def capture_windows(frame) -> list[CaptureWindow]:
+def capture_windows(columns: EventColumns) -> list[CaptureWindow]:
     """Stream captures per host thread: each BeginCapture with the next EndCapture on its thread."""
-    kind = frame["kind"].to_numpy()
-    name = frame["name"].to_numpy()
-    runtime = np.flatnonzero(kind == "runtime")
+    name = columns["name"]
+    runtime = np.flatnonzero(is_kind(columns, "runtime"))
     if not len(runtime):
         return []
     rnames = name[runtime]
@@ -105,10 +104,10 @@ def capture_windows(frame) -> list[CaptureWindow]:
     if not begins:
         return []
     ends = [r for r, n in zip(runtime.tolist(), rnames.tolist()) if names.GRAPH_CAPTURE_END.match(n)]
-    thread = frame["thread"].to_numpy()
-    ts = frame["ts"].to_numpy()
-    category = frame["category"].to_numpy()
-    annotation = frame["annotation"].to_numpy()
+    thread = columns["thread"]
+    ts = columns["ts"]
+    category = columns["category"]
+    annotation = columns["annotation"]
     launches = runtime[np.isin(category[runtime], ("launch", "memcpy_call"))
                        & ~np.array([names.is_graph_launch(n) for n in rnames.tolist()], dtype=bool)]
     out: list[CaptureWindow] = []
@@ -128,17 +127,16 @@ def capture_windows(frame) -> list[CaptureWindow]:
     return out
 
 
-def _replays(frame) -> list[tuple[int, np.ndarray]]:
+def _replays(columns: EventColumns) -> list[tuple[int, np.ndarray]]:
     """(graph launch row, its device events in the order they ran) for every graph launch that ran any."""
-    kind = frame["kind"].to_numpy()
-    name = frame["name"].to_numpy()
-    launcher = frame["launcher"].to_numpy()
-    runtime = np.flatnonzero(kind == "runtime")
+    name = columns["name"]
+    launcher = columns["launcher"]
+    runtime = np.flatnonzero(is_kind(columns, "runtime"))
     graph = [r for r in runtime.tolist() if names.is_graph_launch(name[r])]
     if not graph:
         return []
-    device = np.flatnonzero(np.isin(kind, list(DEVICE_KINDS)))
-    ts = frame["ts"].to_numpy()
+    device = np.flatnonzero(is_kind(columns, *DEVICE_KINDS))
+    ts = columns["ts"]
     by_launch: dict[int, list[int]] = {}
     wanted = set(graph)
     for d, lr in zip(device.tolist(), launcher[device].tolist()):
@@ -162,12 +160,12 @@ def _launch_kind(runtime_name: str) -> str:
 class _Fit:
     """Whether a captured launch fits a replayed device event."""
 
-    def __init__(self, frame):
-        self.kind = frame["kind"].to_numpy()
-        self.name = frame["name"].to_numpy()
-        self.category = frame["category"].to_numpy()
-        self.launch_kernel = frame["launch_kernel"].to_numpy()
-        self.op = frame["op"].to_numpy()
+    def __init__(self, columns: EventColumns):
+        self.kind = columns["kind"]
+        self.name = columns["name"]
+        self.category = columns["category"]
+        self.launch_kernel = columns["launch_kernel"]
+        self.op = columns["op"]
         self._launch_sig: dict[int, tuple[str, str, set | None]] = {}
 
     def signature(self, launch: int) -> tuple[str, str, set | None]:
@@ -213,13 +211,13 @@ def _attribute(kernels, assigned, launcher, launch_ts, context, ts) -> None:
         values[kernels] = values[assigned]
 
 
-def _launches_by_node(frame) -> dict[int, int]:
+def _launches_by_node(columns: EventColumns) -> dict[int, int]:
     """Launch calls that carry a graph node id (the node they created during capture), by node id; ids that
     two calls carry are left out (no single answer)."""
-    if "graph_node" not in frame:
+    if "graph_node" not in columns:
         return {}
-    node = frame["graph_node"].to_numpy()
-    rows = np.flatnonzero((node >= 0) & (frame["kind"].to_numpy() == "runtime"))
+    node = columns["graph_node"]
+    rows = np.flatnonzero((node >= 0) & is_kind(columns, "runtime"))
     found: dict[int, int] = {}
     doubled = set()
     for r, n in zip(rows.tolist(), node[rows].tolist()):
@@ -231,12 +229,13 @@ def _launches_by_node(frame) -> dict[int, int]:
     return found
 
 
-def _assign_by_node(frame, kernels: np.ndarray, node_launch: dict[int, int], fits: _Fit) -> np.ndarray | None:
+def _assign_by_node(columns: EventColumns, kernels: np.ndarray, node_launch: dict[int, int],
+                    fits: _Fit) -> np.ndarray | None:
     """The captured launch of each replayed device event through graph node ids, when every one of them has
     a node id that names one launch of the right kind; else None."""
     if not node_launch:
         return None
-    node = frame["graph_node"].to_numpy()[kernels].tolist()
+    node = columns["graph_node"][kernels].tolist()
     out = [node_launch.get(n, -1) if n >= 0 else -1 for n in node]
     if any(lr < 0 or not fits(lr, d) for lr, d in zip(out, kernels.tolist())):
         return None
@@ -247,30 +246,32 @@ def attribute_replays(table: EventTable) -> GraphReplays:
     """Match every graph replay of `table` to a capture in it and give each replayed device event its captured
     launch's context (columns `launcher`, `launch_ts` and CONTEXT_COLUMNS); adds the `replay` column (the
     graph launch that ran a device event, -1 for the rest). Returns and keeps the statistics."""
-    frame = table.frame
+    columns = table.columns
     stats = GraphReplays()
-    replay = np.full(len(frame), -1, dtype=np.int64)
-    replays = _replays(frame)
-    windows = capture_windows(frame) if replays else []
+    replay = np.full(len(columns), -1, dtype=np.int64)
+    replays = _replays(columns)
+    windows = capture_windows(columns) if replays else []
     stats.captures = len(windows)
     if not replays:
-        frame["replay"] = replay
+        columns["replay"] = replay
         table.derived["graph_replays"] = stats
         return stats
-    ts = frame["ts"].to_numpy()
-    dur = frame["dur"].to_numpy()
-    launcher = frame["launcher"].to_numpy().copy()
-    launch_ts = frame["launch_ts"].to_numpy().copy()
-    context = {c: frame[c].to_numpy().copy() for c in CONTEXT_COLUMNS}
-    fits = _Fit(frame)
+    ts = columns["ts"]
+    dur = columns["dur"]
+    launcher = columns["launcher"].copy()
+    launch_ts = columns["launch_ts"].copy()
+    # The thread through its codes: the column is made from them once, at the end.
+    thread_codes, threads = columns.coded("thread")
+    context = {c: (thread_codes if c == "thread" else columns[c]).copy() for c in CONTEXT_COLUMNS}
+    fits = _Fit(columns)
     taken: dict[tuple[int, ...], int] = {}
-    node_launch = _launches_by_node(frame)
+    node_launch = _launches_by_node(columns)
     for g, kernels in replays:
         stats.replays += 1
         stats.kernels += len(kernels)
         stats.device_us += float(dur[kernels].sum())
         replay[kernels] = g
-        by_node = _assign_by_node(frame, kernels, node_launch, fits)
+        by_node = _assign_by_node(columns, kernels, node_launch, fits)
         if by_node is not None:
             stats.by_node_id += 1
             _attribute(kernels, by_node, launcher, launch_ts, context, ts)
@@ -297,11 +298,16 @@ def attribute_replays(table: EventTable) -> GraphReplays:
         _attribute(kernels, assigned, launcher, launch_ts, context, ts)
         stats.attributed_kernels += len(kernels)
         stats.attributed_device_us += float(dur[kernels].sum())
-    frame["launcher"] = launcher
-    frame["launch_ts"] = launch_ts
+    columns["launcher"] = launcher
+    columns["launch_ts"] = launch_ts
     for c, values in context.items():
-        # Object columns stay object columns (pandas would infer a string dtype and turn None into NaN).
-        frame[c] = pd.Series(values, index=frame.index, dtype=object) if values.dtype == object else values
-    frame["replay"] = replay
+        # Object columns stay objects in the DataFrame (pandas would infer text and turn None into NaN).
+        if c == "thread":
+            columns.set_coded(c, values, threads, keep_object=True)
+        elif values.dtype == object:
+            columns.set_object(c, values)
+        else:
+            columns[c] = values
+    columns["replay"] = replay
     table.derived["graph_replays"] = stats
     return stats

@@ -34,7 +34,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from kernlint.trace.table import EventTable
+from kernlint.trace.table import EventTable, is_kind
 
 __all__ = ["RunIdentity", "RunGroup", "RunGrouping", "UnmatchedTrace", "run_identity", "group_runs",
            "ranks_text"]
@@ -115,11 +115,11 @@ def _default_pg_size(dist: dict) -> int | None:
 
 
 def _absolute_window(table: EventTable) -> tuple[int | None, int | None, str | None]:
-    frame = table.frame
-    if not len(frame):
+    columns = table.columns
+    if not len(columns):
         return None, None, None
-    ts = frame["ts"].to_numpy(dtype=np.float64)
-    end = frame["end"].to_numpy(dtype=np.float64)
+    ts = np.asarray(columns["ts"], dtype=np.float64)
+    end = np.asarray(columns["end"], dtype=np.float64)
     ok = np.isfinite(ts)
     if not ok.any():
         return None, None, None
@@ -140,16 +140,17 @@ def _us_to_ns(us: float) -> int:
 
 
 def _host_pids(table: EventTable) -> tuple[int, ...]:
-    frame = table.frame
-    pids = frame.loc[frame["kind"].isin(_HOST_KINDS), "pid"].unique()
+    columns = table.columns
+    pids = set(columns["pid"][is_kind(columns, *_HOST_KINDS)].tolist())
     out = {_int(p) for p in pids}
     out.discard(None)
     return tuple(sorted(out))
 
 
 def _steps(table: EventTable) -> tuple[int, ...]:
-    frame = table.frame
-    names = frame.loc[frame["kind"].isin(("op", "annotation")), "name"].unique()
+    columns = table.columns
+    codes, distinct = columns.coded("name")
+    names = distinct[np.unique(codes[is_kind(columns, "op", "annotation")])].tolist()
     found = set()
     for name in names:
         if isinstance(name, str) and name.startswith("ProfilerStep#"):

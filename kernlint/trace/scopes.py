@@ -40,11 +40,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from kernlint.trace.names import MODULE_PREFIX, is_profiler_frame, named_pattern
 from kernlint.trace.patterns import compile_pattern
-from kernlint.trace.table import DEVICE_KINDS, EventTable
+from kernlint.trace.table import DEVICE_KINDS, EventTable, kind_mask
 
 _CONTAINER = re.compile(named_pattern("profiler-container-range"))
 _MODULE_PREFIX = MODULE_PREFIX
@@ -85,43 +84,37 @@ class ScopeIndex:
         # A weak reference: the table keeps its index (table.derived), and a strong one back would make a
         # cycle that only the cyclic collector frees, so that checked tables outlive their use.
         self._table = weakref.ref(table)
-        f = table.frame
-        self.frame = f
-        self.kind = f["kind"].to_numpy().astype(object)
+        f = table.columns
+        self.columns = f
+        self.kind = f["kind"]
         # Small-integer kind codes: comparing them is cheap where comparing the kind strings is not.
-        kinds = f["kind"]
-        if isinstance(kinds.dtype, pd.CategoricalDtype):
-            self._kind_codes = {k: i for i, k in enumerate(kinds.cat.categories)}
-            self.kind_code = kinds.cat.codes.to_numpy()
-        else:
-            codes, uniques = pd.factorize(kinds)
-            self._kind_codes = {k: i for i, k in enumerate(uniques)}
-            self.kind_code = codes
+        self.kind_code, kinds = table.kind_codes()
+        self._kind_codes = {k: i for i, k in enumerate(kinds.tolist())}
         self._kind_rows: dict[frozenset, np.ndarray] = {}
         self._names_of_kind: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._rows_by_thread: dict[tuple[int, str], tuple[np.ndarray, dict]] = {}
         self.memo: dict = {}   # per-index results of row queries (kernlint.trace.rows), keyed by the query
-        self.name = f["name"].to_numpy()
-        self.ts = f["ts"].to_numpy()
-        self.end = f["end"].to_numpy()
-        self.thread = f["thread"].to_numpy()
-        self.annotation = f["annotation"].to_numpy()
-        self.module = f["module"].to_numpy()
-        self.user_frame = f["user_frame"].to_numpy()
-        self.top_op = f["top_op"].to_numpy()
-        self.parent_op = f["parent_op"].to_numpy()
-        self.launcher = f["launcher"].to_numpy()
-        self.launch_ts = f["launch_ts"].to_numpy()
-        self.category = f["category"].to_numpy()
-        self.does_work = f["does_work"].to_numpy()
-        self.short_name = f["short_name"].to_numpy()
-        self.op = f["op"].to_numpy()
-        self.source = f["source"].to_numpy()
+        self.name = f["name"]
+        self.ts = f["ts"]
+        self.end = f["end"]
+        self.thread = f["thread"]
+        self.annotation = f["annotation"]
+        self.module = f["module"]
+        self.user_frame = f["user_frame"]
+        self.top_op = f["top_op"]
+        self.parent_op = f["parent_op"]
+        self.launcher = f["launcher"]
+        self.launch_ts = f["launch_ts"]
+        self.category = f["category"]
+        self.does_work = f["does_work"]
+        self.short_name = f["short_name"]
+        self.op = f["op"]
+        self.source = f["source"]
         device = self.rows_of(DEVICE_KINDS)
         # Replayed kernels attributed to captured launches (kernlint.trace.graphs) share their launch rows and
         # times replay after replay: they are looked up one replay at a time (in_replay), never with the
         # eager kernels. Replayed kernels left with their graph launch are looked up with the eager ones.
-        self.replay = f["replay"].to_numpy() if "replay" in f else np.full(len(f), -1, dtype=np.int64)
+        self.replay = f["replay"] if "replay" in f else np.full(len(f), -1, dtype=np.int64)
         launched = device[self.launcher[device] >= 0]
         attributed = (self.replay[launched] >= 0) & (self.launcher[launched] != self.replay[launched])
         self._device_by_thread = self._by_thread(launched[~attributed], self.launch_ts)
@@ -142,7 +135,7 @@ class ScopeIndex:
         self._gemm_by_thread = self._gemm_owners()
         self._coarse: dict[int, bool] = {}
         self._units_cache: dict[tuple[int, int, int], list[Scope]] = {}
-        self.frame_col = f["frame"].to_numpy()
+        self.frame_col = f["frame"]
         self._profiler_frames: dict[int, bool] = {}
 
     @property
@@ -164,13 +157,18 @@ class ScopeIndex:
         """The code of a kind in `kind_code` (-1 for a kind the table does not have)."""
         return self._kind_codes.get(kind, -1)
 
+    def is_kind(self, *kinds: str) -> np.ndarray:
+        """Whether each row is of one of `kinds`."""
+        return kind_mask(self.kind_code, [self._kind_codes[k] for k in kinds if k in self._kind_codes],
+                         len(self._kind_codes))
+
     def rows_of(self, kinds: Iterable[str]) -> np.ndarray:
         """The rows of these kinds, in row order (cached: do not modify the array)."""
         wanted = frozenset(kinds)
         rows = self._kind_rows.get(wanted)
         if rows is None:
             codes = [self._kind_codes[k] for k in wanted if k in self._kind_codes]
-            rows = self._kind_rows[wanted] = np.flatnonzero(np.isin(self.kind_code, codes))
+            rows = self._kind_rows[wanted] = np.flatnonzero(kind_mask(self.kind_code, codes, len(self._kind_codes)))
             rows.flags.writeable = False
         return rows
 
@@ -179,25 +177,30 @@ class ScopeIndex:
         found = self._names_of_kind.get(kind)
         if found is None:
             rows = self.rows_of((kind,))
-            codes, uniques = pd.factorize(self.name[rows])
-            found = self._names_of_kind[kind] = (rows, codes, np.asarray(uniques, dtype=object))
+            codes, names = self.columns.coded("name")
+            # The distinct names of the kind: each is tested once.
+            present, local = np.unique(codes[rows], return_inverse=True)
+            found = self._names_of_kind[kind] = (rows, local.reshape(-1), names[present])
         return found
 
     def thread_code(self) -> np.ndarray:
         """Each row's thread as an integer that sorts like the thread text."""
         found = self.memo.get("thread-code")
         if found is None:
-            found = self.memo["thread-code"] = pd.factorize(self.thread, sort=True)[0]
+            codes, threads = self.columns.coded("thread")
+            rank = np.empty(len(threads), dtype=np.int64)
+            rank[np.argsort(threads, kind="stable")] = np.arange(len(threads))
+            found = self.memo["thread-code"] = rank[codes]
         return found
 
     def name_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(code of each row's name, the distinct names, whether each row is a module frame)."""
         found = self.memo.get("name-codes")
         if found is None:
-            codes, uniques = pd.factorize(self.name)
+            codes, uniques = self.columns.coded("name")
             is_module = np.zeros(len(self.name), dtype=bool)
             is_module[self.rows_of(("module",))] = True
-            found = self.memo["name-codes"] = (codes, np.asarray(uniques, dtype=object), is_module)
+            found = self.memo["name-codes"] = (codes, uniques, is_module)
         return found
 
     def _by_thread(self, rows: np.ndarray, key: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -217,8 +220,8 @@ class ScopeIndex:
         """Per thread, the issue time and the owner of every GEMM: the top-level op that ran it (cuBLAS may
         launch two kernels for one matmul; they share an owner), or the launch itself where no op encloses it
         (a Triton GEMM called from Python)."""
-        gemm_ops = np.flatnonzero((self.kind == "op") & (self.category == "gemm") & self.does_work)
-        gemm_kernels = np.flatnonzero(np.isin(self.kind, list(DEVICE_KINDS)) & (self.category == "gemm")
+        gemm_ops = np.flatnonzero(self.is_kind("op") & (self.category == "gemm") & self.does_work)
+        gemm_kernels = np.flatnonzero(self.is_kind(*DEVICE_KINDS) & (self.category == "gemm")
                                       & (self.launcher >= 0))
         rows = np.concatenate([gemm_ops, gemm_kernels])
         if not len(rows):
@@ -359,9 +362,7 @@ class ScopeIndex:
     def _children_units(self, parent: int) -> list[int]:
         if self._children is None:
             children: dict[int, list[int]] = {}
-            f = self.frame
-            is_unit = np.isin(self.kind, ["module", "annotation"]) | (
-                (self.kind == "python") & ~f["library_frame"].to_numpy())
+            is_unit = self.is_kind("module", "annotation") | (self.is_kind("python") & ~self.columns["library_frame"])
             for r in np.flatnonzero(is_unit).tolist():
                 if self.is_container(r):
                     continue
@@ -405,7 +406,7 @@ class ScopeIndex:
     def allocs_between(self, thread: str, start: float, stop: float) -> np.ndarray:
         """Rows of allocations made on `thread` with start <= ts < stop."""
         if self._allocs_by_thread is None:
-            self._allocs_by_thread = self._by_thread(np.flatnonzero(self.kind == "alloc"), self.ts)
+            self._allocs_by_thread = self._by_thread(np.flatnonzero(self.is_kind("alloc")), self.ts)
         return self._between(self._allocs_by_thread.get(thread), start, stop)
 
     def work_ops_between(self, thread: str, start: float, stop: float) -> np.ndarray:
@@ -622,11 +623,10 @@ def add_scope_column(table: EventTable) -> None:
     """Column `scope`: the label of the innermost unit (rules 1-3 of the module docstring) that each device
     event, op, runtime call and allocation was issued from; None where there is none."""
     index = ScopeIndex.of(table)
-    f = table.frame
     kinds = index.kind
-    labels = np.full(len(f), None, dtype=object)
+    labels = np.full(len(index.kind), None, dtype=object)
     cache: dict[tuple[int, int, int], str | None] = {}
-    wanted = np.flatnonzero(np.isin(kinds, ["kernel", "memcpy", "memset", "op", "runtime", "alloc", "free"]))
+    wanted = np.flatnonzero(index.is_kind("kernel", "memcpy", "memset", "op", "runtime", "alloc", "free"))
     for row in wanted.tolist():
         host = int(index.launcher[row]) if kinds[row] in DEVICE_KINDS else row
         if host < 0:
@@ -636,4 +636,4 @@ def add_scope_column(table: EventTable) -> None:
             units = index.enclosing_units(host)
             cache[key] = units[0].label if units else None
         labels[row] = cache[key]
-    f["scope"] = pd.Series(labels, index=f.index, dtype=object)  # None stays None (pandas 3 would make NaN)
+    table.columns.set_object("scope", labels)  # None where there is none

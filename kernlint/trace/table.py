@@ -1,7 +1,9 @@
 """The event table: one row per trace event, typed columns, links and nesting resolved.
 
-Public API. `EventTable.frame` is a pandas DataFrame whose row label is the event's position (`row`);
-every link column holds a row label, or -1 where there is no such event. Columns:
+Public API. `EventTable.columns` holds one numpy array per column (kernlint.trace.event_columns), what
+kernlint itself reads; `EventTable.frame` is the same events as a pandas DataFrame (made on first use: pandas
+is imported only there) whose row label is the event's position (`row`). Every link column holds a row
+position, or -1 where there is no such event. Columns:
 
 | column | meaning |
 |---|---|
@@ -33,18 +35,22 @@ every link column holds a row label, or -1 where there is no such event. Columns
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from kernlint.errors import TraceError
 from kernlint.trace import names
 from kernlint.trace.columns import OpArgsStore, _id_column, _int_or, decode_events
 from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
+from kernlint.trace.event_columns import EventColumns
 from kernlint.trace.schema import RawTrace, raw_list
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KINDS = ("kernel", "memcpy", "memset", "runtime", "op", "annotation", "gpu_annotation", "python", "module",
          "alloc", "free", "other")
@@ -109,14 +115,55 @@ class TraceMeta:
     captures: tuple[str, ...] = ()  # capture traces merged in for the graph replays (kernlint.trace.graphs)
 
 
-@dataclass
 class EventTable:
-    """One loaded trace: its events as a DataFrame plus what the trace says about itself."""
+    """One loaded trace: its events as columns (`columns`: name -> numpy array, one row per event) plus what
+    the trace says about itself. `frame` is the same events as a pandas DataFrame, for the Python API."""
 
-    frame: pd.DataFrame
-    meta: TraceMeta
-    # Derived indexes built once per table (kernlint.trace.scopes.ScopeIndex.of keeps its own here).
-    derived: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    def __init__(self, columns: EventColumns | None = None, meta: TraceMeta | None = None,
+                 derived: dict[Any, Any] | None = None, *, frame: pd.DataFrame | None = None) -> None:
+        if (columns is None) == (frame is None):
+            raise TypeError("EventTable takes the events as columns or as a frame, one of them")
+        self._columns = columns
+        self._assigned: pd.DataFrame | None = None
+        self._frame: tuple[EventColumns, int, pd.DataFrame] | None = None   # (made from, at version, frame)
+        if frame is not None:
+            self.frame = frame
+        self.meta = meta
+        # Derived indexes built once per table (kernlint.trace.scopes.ScopeIndex.of keeps its own here).
+        self.derived: dict[Any, Any] = {} if derived is None else derived
+
+    def __repr__(self) -> str:
+        return f"EventTable({self.meta.path!r}, {len(self)} events)"
+
+    @property
+    def columns(self) -> EventColumns:
+        if self._columns is None:   # a DataFrame was assigned: its columns, as it is now
+            self._columns = _columns_of(self._assigned)
+            self._frame = (self._columns, self._columns.version, self._assigned)
+            self._assigned = None
+        return self._columns
+
+    @columns.setter
+    def columns(self, columns: EventColumns) -> None:
+        self._columns, self._assigned, self._frame = columns, None, None
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The events as a pandas DataFrame (index `row`, the event's position; `kind` a Categorical of
+        KINDS), made from the columns on first use and again after a column changes. A copy: changing it
+        changes nothing the checks see, except a frame assigned here (`table.frame = f`), whose columns are
+        read from it when next needed."""
+        if self._assigned is not None:
+            return self._assigned
+        columns = self.columns
+        made = self._frame
+        if made is None or made[0] is not columns or made[1] != columns.version:
+            made = self._frame = (columns, columns.version, _frame_of(columns))
+        return made[2]
+
+    @frame.setter
+    def frame(self, frame: pd.DataFrame) -> None:
+        self._columns, self._assigned, self._frame = None, frame, None
 
     @property
     def path(self) -> str:
@@ -124,64 +171,116 @@ class EventTable:
 
     @property
     def has_device_events(self) -> bool:
-        return self._has_kind(DEVICE_KINDS)
+        return self.has_kind(DEVICE_KINDS)
 
     @property
     def has_stacks(self) -> bool:
-        return self._has_kind(("python",))
+        return self.has_kind(("python",))
 
-    def _has_kind(self, kinds) -> bool:
-        # Asked by every rule: answered once per frame (a frame put in its place is asked again).
+    def kind_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(code per row, the kinds the codes stand for): codes into KINDS for a loaded table."""
+        return self.columns.coded("kind")
+
+    def has_kind(self, kinds: Iterable[str]) -> bool:
+        """Whether any event is of one of `kinds`."""
+        # Asked by every rule: answered once per kind column (a column put in its place is asked again).
         key = ("has-kind", frozenset(kinds))
+        column = self.columns["kind"]
         found = self.derived.get(key)
-        if found is None or found[0] is not self.frame:
-            found = self.derived[key] = (self.frame, self._count_kind(kinds))
+        if found is None or found[0] is not column:
+            found = self.derived[key] = (column, self._count_kind(kinds))
         return found[1]
 
     def _count_kind(self, kinds) -> bool:
-        column = self.frame["kind"]
-        if isinstance(column.dtype, pd.CategoricalDtype):   # the codes: no string compare per row
-            categories = list(column.cat.categories)
-            codes = [categories.index(k) for k in kinds if k in categories]
-            return bool(np.isin(column.cat.codes.to_numpy(), codes).any())
-        return bool(column.isin(list(kinds)).any())
+        codes, values = self.kind_codes()
+        wanted = [i for i, k in enumerate(values.tolist()) if k in kinds]
+        return bool(kind_mask(codes, wanted, len(values)).any())
 
     def of_kind(self, *kinds: str) -> pd.DataFrame:
-        return self.frame[self.frame["kind"].isin(kinds)]
+        frame = self.frame
+        return frame[frame["kind"].isin(kinds)]
 
     def __len__(self) -> int:
-        return len(self.frame)
+        return len(self._assigned) if self._assigned is not None else len(self.columns)
 
 
-def recorded_launcher(frame: pd.DataFrame) -> np.ndarray:
+def is_kind(columns: EventColumns, *kinds: str) -> np.ndarray:
+    """Whether each row is of one of `kinds` (through the kind codes: no string compare per row)."""
+    codes, values = columns.coded("kind")
+    return kind_mask(codes, [i for i, k in enumerate(values.tolist()) if k in kinds], len(values))
+
+
+def kind_mask(codes: np.ndarray, wanted: list[int], kinds: int) -> np.ndarray:
+    """Whether each row's code (into `kinds` distinct kinds) is one of `wanted`: a look-up table, where
+    np.isin costs far more on small tables and a string compare per row on large ones."""
+    table = np.zeros(kinds + 1, dtype=bool)   # the last entry, never set, answers code -1
+    table[wanted] = True
+    return table[codes]
+
+
+def _frame_of(columns: EventColumns) -> pd.DataFrame:
+    """The DataFrame of the Python API, with the dtypes pandas gave the columns when the table was one."""
+    import pandas as pd
+
+    data: dict[str, Any] = {}
+    for name in columns.names:
+        values = columns[name]
+        if name == "kind":
+            codes, kinds = columns.coded("kind")
+            data[name] = (pd.Categorical.from_codes(codes, categories=KINDS) if tuple(kinds.tolist()) == KINDS
+                          else pd.Categorical(values, categories=KINDS))
+        elif name in columns.object_columns:
+            data[name] = pd.Series(values, dtype=object)
+        else:
+            data[name] = values
+    frame = pd.DataFrame(data, copy=True)
+    frame.index.name = "row"
+    return frame
+
+
+def _columns_of(frame: pd.DataFrame) -> EventColumns:
+    """A DataFrame's columns (copies): object columns stay object columns."""
+    columns = EventColumns(len(frame))
+    for name in frame.columns:
+        series = frame[name]
+        values = np.array(series.to_numpy(), copy=True)
+        if series.dtype == object:
+            columns.set_object(str(name), values)
+        else:
+            columns[str(name)] = values
+    return columns
+
+
+def recorded_launcher(columns: EventColumns) -> np.ndarray:
     """The launch call the trace itself links each device event to: for a kernel replayed from a CUDA graph,
     its graph launch, not the captured launch kernlint.trace.graphs attributed it to. What the window's
     edges and the damage checks judge."""
-    launcher = frame["launcher"].to_numpy()
-    if "replay" not in frame:
+    launcher = columns["launcher"]
+    if "replay" not in columns:
         return launcher
-    replay = frame["replay"].to_numpy()
+    replay = columns["replay"]
     return np.where(replay >= 0, replay, launcher)
 
 
 def _kinds(name_codes: np.ndarray, name_values: list[str], cat_codes: np.ndarray, cat_values: list[str],
            nbytes: np.ndarray) -> np.ndarray:
-    """The kind column, from the category (case-insensitive), `[memory]` events and module frames; each
-    distinct category and name is looked at once."""
-    kind_of_cat = np.array([_CAT_TO_KIND.get(c.lower(), "") for c in cat_values] or [""], dtype=object)
-    kinds = kind_of_cat[cat_codes] if len(cat_values) else np.full(len(cat_codes), "", dtype=object)
-    unknown = kinds == ""
+    """The kind of each event as its code into KINDS, from the category (case-insensitive), `[memory]`
+    events and module frames; each distinct category and name is looked at once."""
+    code = _KIND_CODE
+    kind_of_cat = np.array([code.get(_CAT_TO_KIND.get(c.lower(), ""), -1) for c in cat_values] or [-1], dtype=np.int8)
+    kinds = kind_of_cat[cat_codes] if len(cat_values) else np.full(len(cat_codes), -1, dtype=np.int8)
+    unknown = kinds < 0
     is_memory_name = np.array([n == "[memory]" for n in name_values] or [False], dtype=bool)
     memory = unknown & is_memory_name[name_codes]
-    kinds[memory] = np.where(nbytes[memory] < 0, "free", "alloc")
-    kinds[unknown & ~memory] = "other"
+    kinds[memory] = np.where(nbytes[memory] < 0, code["free"], code["alloc"])
+    kinds[unknown & ~memory] = code["other"]
     is_module_name = np.array([n.startswith(_MODULE_PREFIX) for n in name_values] or [False], dtype=bool)
-    kinds[(kinds == "python") & is_module_name[name_codes]] = "module"
+    kinds[(kinds == code["python"]) & is_module_name[name_codes]] = code["module"]
     # Kineto before PyTorch 1.10 recorded record_function ranges as cpu_op: the profiler's own step range
     # (names table: profiler-step-range) is a range whatever its category says.
     step = re.compile(_STEP_RANGE)
     is_step = np.array([step.search(n) is not None for n in name_values] or [False], dtype=bool)
-    kinds[(kinds == "op") & is_step[name_codes]] = "annotation"
+    kinds[(kinds == code["op"]) & is_step[name_codes]] = code["annotation"]
     return kinds
 
 
@@ -198,7 +297,7 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
         raise TraceError(path, "holds no trace events" + (
             f" (only {others} metadata or flow event{'s' if others != 1 else ''})" if others else ""))
     n = cols.n
-    names_, bad_name, name_codes, name_values = cols.text("name")
+    bad_name, name_codes, name_values = cols.text_codes("name")
     cats, bad_cat, cat_codes, cat_values = cols.text("cat")
     nbytes = cols.int_column("bytes")
     ts, bad_ts = cols.floats("ts")
@@ -206,8 +305,8 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
     complete = cols.complete[:n]
     bad_dur = complete & (bad_dur | (dur < 0))   # an instant has no dur; a complete event must have one
     dur[~(dur >= 0)] = 0.0                        # NaN and negative -> 0: the event is no one's parent
-    pid, bad_pid, pid_codes, pid_values = cols.text("pid")
-    tid, bad_tid, tid_codes, tid_values = cols.text("tid")
+    bad_pid, pid_codes, pid_values = cols.text_codes("pid")
+    bad_tid, tid_codes, tid_values = cols.text_codes("tid")
     correlation, bad_corr = cols.id_column("correlation")
     external_id, bad_ext = cols.id_column("external_id")
     bad_cat &= complete   # instants without a category occur in real traces ("Record Window End")
@@ -216,53 +315,64 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
                       (bad_corr, BAD_CORRELATION), (bad_ext, BAD_EXTERNAL_ID), (bad_name, BAD_NAME),
                       (bad_cat, BAD_CAT)):
         damage[mask] |= bit
-    # "pid:tid" text, one string per distinct pair.
-    pair = pid_codes.astype(np.int64) * max(len(tid_values), 1) + tid_codes
-    pairs, pair_codes = np.unique(pair, return_inverse=True)
-    thread_values = np.empty(len(pairs), dtype=object)
-    thread_values[:] = [f"{pid_values[p // max(len(tid_values), 1)]}:{tid_values[p % max(len(tid_values), 1)]}"
-                        for p in pairs.tolist()]
-    frame = pd.DataFrame({
-        "kind": _kinds(name_codes, name_values, cat_codes, cat_values, nbytes),
-        "name": names_,
-        "cat": cats,
-        "ts": ts,
-        "dur": dur,
-        "pid": pid,
-        "tid": tid,
-        "thread": thread_values[pair_codes.reshape(-1)],
-        "correlation": correlation,
-        "external_id": external_id,
-        "stream": cols.int_column("stream"),
-        "device": cols.int_column("device"),
-        "device_type": cols.int_column("device_type"),
-        "addr": cols.int_column("addr"),
-        "bytes": nbytes,
-        "damage": damage,
-        "launch_kernel": cols.text("launch_kernel")[0],
-        "graph_node": cols.id_column("graph_node")[0],
-    })
-    # The frame holds its own copies: the arrays it was made from would double the memory until the end.
-    del names_, cats, ts, dur, pid, tid, correlation, external_id, nbytes, damage, complete
+    # "pid:tid" text, one string per distinct pair; codes in the order of the texts (ScopeIndex sorts by them).
+    width = max(len(tid_values), 1)
+    pairs, pair_codes = np.unique(pid_codes.astype(np.int64) * width + tid_codes, return_inverse=True)
+    pair_texts = [f"{pid_values[p // width]}:{tid_values[p % width]}" for p in pairs.tolist()]
+    thread_values = np.empty(len(set(pair_texts)), dtype=object)
+    thread_values[:] = sorted(set(pair_texts))
+    text_code = {t: i for i, t in enumerate(thread_values.tolist())}
+    thread_codes = np.array([text_code[t] for t in pair_texts], dtype=np.int32)[pair_codes.reshape(-1)]
+    kind_codes = _kinds(name_codes, name_values, cat_codes, cat_values, nbytes)
+    columns = EventColumns(n)
+    columns.set_coded("kind", kind_codes, _KIND_VALUES)
+    name_codes = _compact(name_codes)
+    columns.set_coded("name", name_codes, _object_array(name_values))
+    for name, values in (("cat", cats), ("ts", ts), ("dur", dur)):
+        columns[name] = _compact(values)
+    columns.set_coded("pid", _compact(pid_codes), _object_array(pid_values))
+    columns.set_coded("tid", _compact(tid_codes), _object_array(tid_values))
+    columns.set_coded("thread", thread_codes, thread_values)
+    for name, values in (
+            ("correlation", correlation), ("external_id", external_id), ("stream", cols.int_column("stream")),
+            ("device", cols.int_column("device")), ("device_type", cols.int_column("device_type")),
+            ("addr", cols.int_column("addr")), ("bytes", nbytes), ("damage", damage),
+            ("launch_kernel", cols.text("launch_kernel")[0]), ("graph_node", cols.id_column("graph_node")[0])):
+        columns[name] = _compact(values)
+    del cats, ts, dur, correlation, external_id, nbytes, damage, complete
     cols.name = cols.cat = cols.pid = cols.tid = cols.ts = cols.dur = cols.complete = cols.launch_kernel = None
     cols.ints = {}
-    frame["end"] = frame["ts"] + frame["dur"]
-    frame.index.name = "row"
+    columns["end"] = columns["ts"] + columns["dur"]
 
-    _name_columns(frame, name_codes, name_values)
-    _link_launches(frame)
-    _nest_host_events(frame, name_codes, name_values)
-    _check_frame_tree(frame, cols.id_values("python_id"), cols.id_values("python_parent_id"))
+    _name_columns(columns, name_codes, name_values)
+    _link_launches(columns)
+    _nest_host_events(columns, name_codes, name_values)
+    _check_frame_tree(columns, cols.id_values("python_id"), cols.id_values("python_parent_id"))
     cols.ids.clear()
-    _inherit_from_launcher(frame)
-    _allocation_dtypes_and_pairs(frame, cols.op_args)
-    _work_flags(frame)
-    _sources(frame)
-    frame["kind"] = pd.Categorical(frame["kind"], categories=KINDS)
+    _inherit_from_launcher(columns)
+    _allocation_dtypes_and_pairs(columns, cols.op_args)
+    _work_flags(columns)
+    _sources(columns)
 
-    table = EventTable(frame=frame, meta=meta)
-    table.derived[OP_ARGS_KEY] = _op_args_of_ops(frame, cols.op_args)
+    table = EventTable(columns, meta)
+    table.derived[OP_ARGS_KEY] = _op_args_of_ops(columns, cols.op_args)
     return table
+
+
+_KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+_KIND_VALUES = np.array(KINDS, dtype=object)
+
+
+def _object_array(values: list) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _compact(values: np.ndarray) -> np.ndarray:
+    """The values in an array of their own: a slice of the loader's larger buffers would keep all of it."""
+    base = values.base
+    return values.copy() if base is not None and getattr(base, "nbytes", 0) > values.nbytes else values
 
 
 # EventTable.derived key: an OpArgsStore holding (Input Dims, Input type, Concrete Inputs, Input Strides) as raw
@@ -270,11 +380,11 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
 OP_ARGS_KEY = "op-args-raw"
 
 
-def _op_args_of_ops(frame: pd.DataFrame, store: OpArgsStore | None) -> OpArgsStore | None:
+def _op_args_of_ops(columns: EventColumns, store: OpArgsStore | None) -> OpArgsStore | None:
     """The shape arguments of the ops that recorded Input Dims (a view of the loader's store)."""
     if store is None:
         return OpArgsStore(rows=np.empty(0, dtype=np.int64), offsets=np.zeros((0, 5), dtype=np.int64), blob=b"")
-    is_op = frame["kind"].to_numpy()[store.rows] == "op"
+    is_op = is_kind(columns, "op")[store.rows]
     keep = is_op & store.has_dims()
     return OpArgsStore(rows=store.rows[keep], offsets=store.offsets[keep], blob=store.blob)
 
@@ -306,10 +416,9 @@ def _meta(raw: RawTrace, path: str | Path) -> TraceMeta:
     )
 
 
-def _name_columns(frame: pd.DataFrame, name_codes: np.ndarray, name_values: list[str]) -> None:
+def _name_columns(columns: EventColumns, name_codes: np.ndarray, name_values: list[str]) -> None:
     """short_name and category, worked out once per distinct (kind, name)."""
-    kinds = frame["kind"].to_numpy()
-    kind_codes, kind_values = pd.factorize(kinds)
+    kind_codes, kind_values = columns.coded("kind")
     key = kind_codes.astype(np.int64) * max(len(name_values), 1) + name_codes
     pairs, inverse = np.unique(key, return_inverse=True)
     short = np.empty(len(pairs), dtype=object)
@@ -326,22 +435,21 @@ def _name_columns(frame: pd.DataFrame, name_codes: np.ndarray, name_values: list
         elif k == "op":
             category[i] = names.classify_op(name)
     inverse = inverse.reshape(-1)
-    frame["short_name"] = short[inverse]
-    frame["category"] = category[inverse]
+    columns["short_name"] = short[inverse]
+    columns["category"] = category[inverse]
 
 
-def _link_launches(frame: pd.DataFrame) -> None:
+def _link_launches(columns: EventColumns) -> None:
     """Device event -> the runtime/driver call with the same correlation id (exact equality of the ids).
 
     One call may launch several device events (cudaGraphLaunch replays a whole graph). A device event whose
     id two or more calls share (a damaged trace) is not linked to any of them: it is flagged
     AMBIGUOUS_LINK instead of silently taking the last call."""
-    kinds = frame["kind"].to_numpy()
-    corr = frame["correlation"].to_numpy()
-    call_rows = np.flatnonzero((kinds == "runtime") & (corr >= 0))
+    corr = columns["correlation"]
+    call_rows = np.flatnonzero(is_kind(columns, "runtime") & (corr >= 0))
     ids, first, counts = np.unique(corr[call_rows], return_index=True, return_counts=True)
-    launcher = np.full(len(frame), -1, dtype=np.int64)
-    device_rows = np.flatnonzero(np.isin(kinds, list(DEVICE_KINDS)) & (corr >= 0))
+    launcher = np.full(len(columns), -1, dtype=np.int64)
+    device_rows = np.flatnonzero(is_kind(columns, *DEVICE_KINDS) & (corr >= 0))
     if len(ids) and len(device_rows):
         at = np.minimum(np.searchsorted(ids, corr[device_rows]), len(ids) - 1)
         found = ids[at] == corr[device_rows]
@@ -349,10 +457,10 @@ def _link_launches(frame: pd.DataFrame) -> None:
         launcher[device_rows[single]] = call_rows[first[at[single]]]
         shared = device_rows[found & (counts[at] > 1)]
         if len(shared):
-            damage = frame["damage"].to_numpy().copy()
+            damage = columns["damage"].copy()
             damage[shared] |= AMBIGUOUS_LINK
-            frame["damage"] = damage
-    frame["launcher"] = launcher
+            columns["damage"] = damage
+    columns["launcher"] = launcher
 
 
 # The enclosing-event columns _nest_host_events fills, and the kind of event each one follows ("user" is a
@@ -360,7 +468,7 @@ def _link_launches(frame: pd.DataFrame) -> None:
 _NEST_STACKS = ("op", "annotation", "module", "python", "user")
 
 
-def _nest_host_events(frame: pd.DataFrame, name_codes: np.ndarray | None = None, name_values=None, *,
+def _nest_host_events(columns: EventColumns, name_codes: np.ndarray | None = None, name_values=None, *,
                       vectorized: bool = True) -> None:
     """Interval nesting per host thread: innermost enclosing op, annotation, module and Python frames.
 
@@ -371,34 +479,33 @@ def _nest_host_events(frame: pd.DataFrame, name_codes: np.ndarray | None = None,
     do not nest on a thread (Python frames cut by the profiling window, on some real traces) is walked there
     event by event with a stack (`_nest_thread_walk`), which gives the same answer in both cases and is the
     definition. Kinds are independent (each stack holds its own kind), so only that kind is walked."""
-    n = len(frame)
-    kinds = frame["kind"].to_numpy()
-    host = ~np.isin(kinds, list(DEVICE_KINDS | {"gpu_annotation", "other"}))
+    n = len(columns)
+    host = ~is_kind(columns, *DEVICE_KINDS, "gpu_annotation", "other")
     # Events whose ts, pid or tid is unusable cannot be placed: no parent, no children, no scope.
-    placed = (frame["damage"].to_numpy() & UNPLACED) == 0
+    placed = (columns["damage"] & UNPLACED) == 0
     rows = np.flatnonzero(host & placed)
-    ts = frame["ts"].to_numpy()
-    end = frame["end"].to_numpy()
-    dur = frame["dur"].to_numpy()
-    thread = frame["thread"].to_numpy()
-    names_ = frame["name"].to_numpy()
+    ts = columns["ts"]
+    end = columns["end"]
+    dur = columns["dur"]
     if name_codes is None:
-        name_codes, name_values = pd.factorize(names_)
+        name_codes, name_values = columns.coded("name")
     # Library frames: judged once per name, for the names of the Python frames that can hold others.
-    is_python = kinds == "python"
+    is_python = is_kind(columns, "python")
     pushed_python = np.flatnonzero(is_python & host & placed & (dur > 0))
     lib_of_code = np.zeros(len(name_values), dtype=np.int8)   # 0 never judged, 1 user code, 2 library
     for c in np.unique(name_codes[pushed_python]).tolist():
         lib_of_code[c] = 2 if names.is_library_frame(name_values[c]) else 1
     library = lib_of_code[name_codes] == 2
     kind_of = {
-        "op": kinds == "op", "annotation": kinds == "annotation", "module": kinds == "module",
+        "op": is_kind(columns, "op"), "annotation": is_kind(columns, "annotation"),
+        "module": is_kind(columns, "module"),
         "python": is_python, "user": is_python & (lib_of_code[name_codes] == 1),
     }
     out = {k: np.full(n, -1, dtype=np.int64) for k in _NEST_STACKS}
     top = np.full(n, -1, dtype=np.int64)
-    # Sort by thread, then start, then longest first so that a parent precedes a child with the same start.
-    thread_codes = pd.factorize(thread[rows])[0]
+    # Sort by thread, then start, then longest first so that a parent precedes a child with the same start
+    # (threads are independent: their order is any).
+    thread_codes = columns.coded("thread")[0][rows]
     sort = np.lexsort((-dur[rows], ts[rows], thread_codes))
     order = rows[sort]
     cuts = np.flatnonzero(np.diff(thread_codes[sort])) + 1
@@ -406,15 +513,14 @@ def _nest_host_events(frame: pd.DataFrame, name_codes: np.ndarray | None = None,
         improper = _nest_thread(part, ts, end, kind_of, out, top) if vectorized else _NEST_STACKS
         if improper:
             _nest_thread_walk(part, ts, end, dur, kind_of, out, top, improper)
-    own_top = kind_of["op"] & (top < 0)
-    own_top[np.setdiff1d(np.arange(n), rows, assume_unique=True)] = False
+    own_top = kind_of["op"] & (top < 0) & host & placed   # placed: in `rows`
     top[own_top] = np.flatnonzero(own_top)   # a placed op with no op around it is its own top
     cols = {"op": out["op"], "parent_op": out["op"], "top_op": top, "annotation": out["annotation"],
             "module": out["module"], "frame": out["python"], "user_frame": out["user"]}
     for c, values in cols.items():
-        frame[c] = values.copy()
-    frame["launch_ts"] = frame["ts"]
-    frame["library_frame"] = is_python & library
+        columns[c] = values   # read-only: op and parent_op may share one array
+    columns["launch_ts"] = columns["ts"]
+    columns["library_frame"] = is_python & library
 
 
 def _nest_thread(part: np.ndarray, ts, end, kind_of: dict, out: dict, top: np.ndarray) -> tuple[str, ...]:
@@ -504,13 +610,12 @@ def _nest_thread_walk(part: np.ndarray, ts, end, dur, kind_of: dict, out: dict, 
 _EDGE_US = 10.0   # a frame whose start or end lies this close to the window's is cut by the window
 
 
-def _check_frame_tree(frame: pd.DataFrame, python_ids, parent_ids) -> None:
+def _check_frame_tree(columns: EventColumns, python_ids, parent_ids) -> None:
     """Flag FRAME_OUTSIDE_PARENT on Python frames that disagree with the tree kineto recorded: the frame its
     `Python parent id` names must be a Python frame on the same thread whose interval holds it (within the
     float rounding of `ts + dur`). Real traces always agree; a moved or re-categorised frame does not (a
     parent id that names no frame, or an event that is no longer a frame, is flagged alike)."""
-    kinds = frame["kind"].to_numpy()
-    frames = np.flatnonzero((kinds == "python") | (kinds == "module"))
+    frames = np.flatnonzero(is_kind(columns, "python", "module"))
     if not len(frames):
         return
     if isinstance(python_ids, np.ndarray) and isinstance(parent_ids, np.ndarray):
@@ -535,14 +640,14 @@ def _check_frame_tree(frame: pd.DataFrame, python_ids, parent_ids) -> None:
         at = np.minimum(np.searchsorted(sorted_ids, parents[has_parent]), len(sorted_ids) - 1)
         found = sorted_ids[at] == parents[has_parent]
         parent[found] = holders[at[found]]
-    damage = frame["damage"].to_numpy().copy()
+    damage = columns["damage"].copy()
     placed = (damage & UNPLACED) == 0
     has = parent >= 0
     p = np.where(has, parent, 0)
     # Counted already: a frame, or the frame it names, with an unusable ts, pid or tid.
     judged = placed[child] & (~has | placed[p])
-    ts, end = frame["ts"].to_numpy(), frame["end"].to_numpy()
-    thread = frame["thread"].to_numpy()   # set by _nest_host_events
+    ts, end = columns["ts"], columns["end"]
+    thread = columns["thread"]   # set by _nest_host_events
     with np.errstate(invalid="ignore"):
         slack = 1e-3 + 4 * np.spacing(np.maximum(np.abs(end[p]), np.abs(end[child])))
         inside = (ts[p] <= ts[child] + slack) & (end[child] <= end[p] + slack)
@@ -550,8 +655,8 @@ def _check_frame_tree(frame: pd.DataFrame, python_ids, parent_ids) -> None:
     ok = has & same_thread & inside
     # Kineto's own cross-thread tree: a Python hook the autograd engine runs on its thread (a top-level frame
     # there) names the frame that called backward() on the main thread, which holds it in time. Not damage.
-    process = frame["pid"].to_numpy()
-    top_level = frame["frame"].to_numpy()[child] < 0   # no frame of its own thread holds it
+    process = columns["pid"]
+    top_level = columns["frame"][child] < 0   # no frame of its own thread holds it
     ok |= has & ~same_thread & inside & top_level & (process[p] == process[child])
     # A window edge: a parent frame cut at the window's start or end (it began before the window opened, or
     # ran past its close) no longer holds its child's whole interval. Not damage.
@@ -564,13 +669,13 @@ def _check_frame_tree(frame: pd.DataFrame, python_ids, parent_ids) -> None:
     # whose parent id no event of the trace carries started under a frame that began before the window, or
     # that was cut away with the rest of the run (TraceLens's vLLM segment). A parent id that another event
     # carries (a frame re-categorised) or a frame that some frame does hold stays damage.
-    orphan = np.flatnonzero(~has & (frame["frame"].to_numpy()[child] < 0))
+    orphan = np.flatnonzero(~has & (columns["frame"][child] < 0))
     if len(orphan):
         missing = [_parent_id_value(parent_ids, r) for r in child[orphan].tolist()]
         carried = _carried_ids(python_ids)
         ok[orphan] = [m is not None and m not in carried for m in missing]
     damage[child[judged & ~ok]] |= FRAME_OUTSIDE_PARENT
-    frame["damage"] = damage
+    columns["damage"] = damage
 
 
 def _parent_id_value(parent_ids, row: int) -> int | None:
@@ -587,41 +692,45 @@ def _carried_ids(python_ids) -> set[int]:
     return set(python_ids[python_ids >= 0].tolist())
 
 
-def _inherit_from_launcher(frame: pd.DataFrame) -> None:
+def _inherit_from_launcher(columns: EventColumns) -> None:
     """Device events take their host-side context from the call that launched them."""
-    launcher = frame["launcher"].to_numpy()
+    launcher = columns["launcher"]
     dev = np.flatnonzero(launcher >= 0)
     if not len(dev):
         return
     src = launcher[dev]
     src_of = dict(zip(dev.tolist(), src.tolist()))
-    for c in ("op", "top_op", "annotation", "module", "frame", "user_frame", "thread"):
-        values = frame[c].to_numpy().copy()
+    for c in ("op", "top_op", "annotation", "module", "frame", "user_frame"):
+        values = columns[c].copy()
         values[dev] = values[src]
-        frame[c] = values
-    launch_ts = frame["launch_ts"].to_numpy().copy()
+        columns[c] = values
+    thread_codes, threads = columns.coded("thread")
+    thread_codes = thread_codes.copy()
+    thread_codes[dev] = thread_codes[src]
+    columns.set_coded("thread", thread_codes, threads)
+    launch_ts = columns["launch_ts"].copy()
     launch_ts[dev] = launch_ts[src]
-    frame["launch_ts"] = launch_ts
+    columns["launch_ts"] = launch_ts
     # Device events on the same device share a device index: prefer the explicit arg, else the pid.
-    device = frame["device"].to_numpy().copy()
-    pids = frame["pid"].to_numpy()
-    for row in np.flatnonzero(np.isin(frame["kind"].to_numpy(), list(DEVICE_KINDS)) & (device < 0)).tolist():
+    device = columns["device"].copy()
+    pids = columns["pid"]
+    for row in np.flatnonzero(is_kind(columns, *DEVICE_KINDS) & (device < 0)).tolist():
         device[row] = _int_or(pids[row])
-    frame["device"] = device
+    columns["device"] = device
     # A launch whose op was a dtype-changing copy is a cast; an otherwise unknown kernel launched through
     # the driver (cuLaunchKernel / cuLaunchKernelEx, as Triton does) is a Triton kernel. A call whose device
     # event blocks the host (a device-to-host copy into pageable memory) is a sync, whatever its name.
-    cat = frame["category"].to_numpy().copy()
-    names_ = frame["name"].to_numpy()
+    cat = columns["category"].copy()
+    names_ = columns["name"]
     for row in dev.tolist():
         launcher_row = src_of[row]
         if cat[row] == "other" and names.is_triton_launch(names_[launcher_row]):
             cat[row] = "triton"
         if names.makes_launcher_sync(names_[row]):
             cat[launcher_row] = "sync"
-    ops = frame["op"].to_numpy()
-    top = frame["top_op"].to_numpy()
-    parent = frame["parent_op"].to_numpy()
+    ops = columns["op"]
+    top = columns["top_op"]
+    parent = columns["parent_op"]
     for row in dev.tolist():
         if cat[row] != "copy":
             continue
@@ -631,18 +740,19 @@ def _inherit_from_launcher(frame: pd.DataFrame) -> None:
                 cat[row] = "cast"
                 break
             op = parent[op] if op != top[row] else -1
-    frame["category"] = cat
+    columns["category"] = cat
 
 
-def _allocation_dtypes_and_pairs(frame: pd.DataFrame, store: OpArgsStore | None) -> None:
+def _allocation_dtypes_and_pairs(columns: EventColumns, store: OpArgsStore | None) -> None:
     """dtype of each allocation from its enclosing op; alloc <-> free pairing by device and address."""
-    n = len(frame)
-    kinds = frame["kind"].to_numpy()
+    n = len(columns)
+    kinds = columns["kind"]
     dtype = np.full(n, "", dtype=object)
-    names_ = frame["name"].to_numpy()
-    ops = frame["op"].to_numpy()
-    parent = frame["parent_op"].to_numpy()
-    alloc_rows = np.flatnonzero(kinds == "alloc")
+    names_ = columns["name"]
+    ops = columns["op"]
+    parent = columns["parent_op"]
+    is_alloc = is_kind(columns, "alloc")
+    alloc_rows = np.flatnonzero(is_alloc)
     memo: dict[int, str | None] = {}
     by_args: dict[tuple, str | None] = {}
     if store is not None and len(alloc_rows):   # where each allocating op's arguments are: one search for all
@@ -656,14 +766,14 @@ def _allocation_dtypes_and_pairs(frame: pd.DataFrame, store: OpArgsStore | None)
     # ...), -1 for host memory (Device Type 0). The codes are c10's DeviceType (kernlint.trace.dtypes).
     from kernlint.trace.dtypes import HOST_DEVICE_TYPE_CODES
 
-    device = frame["device"].to_numpy().copy()
-    dev_type = frame["device_type"].to_numpy()
-    mem = np.flatnonzero((kinds == "alloc") | (kinds == "free"))
+    device = columns["device"].copy()
+    dev_type = columns["device_type"]
+    mem = np.flatnonzero(is_alloc | is_kind(columns, "free"))
     device[mem] = np.where(np.isin(dev_type[mem], list(HOST_DEVICE_TYPE_CODES)), -1, device[mem])
-    frame["device"] = device
+    columns["device"] = device
     paired = np.full(n, -1, dtype=np.int64)
-    addr = frame["addr"].to_numpy()
-    ts = frame["ts"].to_numpy()
+    addr = columns["addr"]
+    ts = columns["ts"]
     mem = mem[np.isfinite(ts[mem])]  # an allocation with no usable time cannot be paired
     open_allocs: dict[tuple[int, int], int] = {}
     for row in mem[np.argsort(ts[mem], kind="stable")].tolist():
@@ -676,8 +786,8 @@ def _allocation_dtypes_and_pairs(frame: pd.DataFrame, store: OpArgsStore | None)
                 paired[a] = row
                 paired[row] = a
                 dtype[row] = dtype[a]
-    frame["dtype"] = dtype
-    frame["paired"] = paired
+    columns["dtype"] = dtype
+    columns["paired"] = paired
 
 
 def _op_output_dtype(op: int, names_, store: OpArgsStore | None, parent, memo: dict, by_args: dict) -> str | None:
@@ -729,21 +839,20 @@ _FORWARDING_OPS = frozenset({"aten::contiguous", "aten::to", "aten::type_as", "a
                              "aten::reshape", "aten::flatten", "aten::repeat_interleave"})
 
 
-def _work_flags(frame: pd.DataFrame) -> None:
+def _work_flags(columns: EventColumns) -> None:
     """Whether an op does work: device work on a GPU, compute on a CPU (not just allocation or views).
 
     An op in a working category does work; so does any op above a working op. A forwarding op
     (`contiguous`, `to`) with nothing below it was a no-op. Op-level (CPU) checks use this flag.
     """
-    kinds = frame["kind"].to_numpy()
-    cat = frame["category"].to_numpy()
-    names_ = frame["name"].to_numpy()
-    parent = frame["parent_op"].to_numpy()
-    op_rows = np.flatnonzero(kinds == "op")
-    has_child = np.zeros(len(frame), dtype=bool)
+    cat = columns["category"]
+    names_ = columns["name"]
+    parent = columns["parent_op"]
+    op_rows = np.flatnonzero(is_kind(columns, "op"))
+    has_child = np.zeros(len(columns), dtype=bool)
     child_parents = parent[op_rows]
     has_child[child_parents[child_parents >= 0]] = True
-    work = np.zeros(len(frame), dtype=bool)
+    work = np.zeros(len(columns), dtype=bool)
     for row in op_rows.tolist():
         if cat[row] in ("alloc", "view") or (not has_child[row] and names_[row] in _FORWARDING_OPS):
             continue
@@ -751,14 +860,14 @@ def _work_flags(frame: pd.DataFrame) -> None:
         while p >= 0 and not work[p]:
             work[p] = True
             p = parent[p]
-    frame["does_work"] = work
+    columns["does_work"] = work
 
 
-def _sources(frame: pd.DataFrame) -> None:
+def _sources(columns: EventColumns) -> None:
     """`file.py:line` of each event's innermost user frame, worked out once per frame."""
-    user = frame["user_frame"].to_numpy()
-    names_ = frame["name"].to_numpy()
-    source = np.full(len(frame), None, dtype=object)
+    user = columns["user_frame"]
+    names_ = columns["name"]
+    source = np.full(len(columns), None, dtype=object)
     rows = np.flatnonzero(user >= 0)
     frames, inverse = np.unique(user[rows], return_inverse=True)
     texts = np.empty(len(frames), dtype=object)
@@ -766,5 +875,4 @@ def _sources(frame: pd.DataFrame) -> None:
         file, line, _func = names.frame_parts(names_[f])
         texts[i] = f"{file}:{line}" if file else names_[f]
     source[rows] = texts[inverse.reshape(-1)]
-    # An object column: pandas would infer its string dtype and turn the missing sources into NaN.
-    frame["source"] = pd.Series(source, index=frame.index, dtype=object)
+    columns.set_object("source", source)   # None where there is no source

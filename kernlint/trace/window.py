@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernlint.trace import names
-from kernlint.trace.table import DEVICE_KINDS, EventTable, recorded_launcher
+from kernlint.trace.event_columns import EventColumns
+from kernlint.trace.table import DEVICE_KINDS, EventTable, is_kind, recorded_launcher
 
 LAUNCH_CATEGORIES = ("launch", "memcpy_call")
 
@@ -54,15 +55,15 @@ def window_edges(table: EventTable) -> WindowEdges:
     return found
 
 
-def _captured(f, kind, rows: np.ndarray) -> np.ndarray:
+def _captured(f: EventColumns, rows: np.ndarray) -> np.ndarray:
     """Which of these launch calls were issued during stream capture (between a begin and an end capture
     call on the same thread): recorded into a CUDA graph, they never run on their own."""
     if not len(rows):
         return np.zeros(0, dtype=bool)
-    runtime = np.flatnonzero(kind == "runtime")
-    names_ = f["name"].to_numpy()
-    thread = f["thread"].to_numpy()
-    ts = f["ts"].to_numpy()
+    runtime = np.flatnonzero(is_kind(f, "runtime"))
+    names_ = f["name"]
+    thread = f["thread"]
+    ts = f["ts"]
     spans: dict[str, list[tuple[float, float]]] = {}
     open_at: dict[str, float] = {}
     for r in runtime[np.argsort(ts[runtime], kind="stable")].tolist():
@@ -77,20 +78,19 @@ def _captured(f, kind, rows: np.ndarray) -> np.ndarray:
 
 
 def _compute(table: EventTable) -> WindowEdges:
-    f = table.frame
-    kind = f["kind"].to_numpy().astype(object)
+    f = table.columns
     launcher = recorded_launcher(f)   # a replayed kernel ran from its graph launch
-    correlation = f["correlation"].to_numpy()
-    ts = f["ts"].to_numpy()
-    device = np.isin(kind, list(DEVICE_KINDS))
-    launches = np.flatnonzero((kind == "runtime") & np.isin(f["category"].to_numpy(), LAUNCH_CATEGORIES)
+    correlation = f["correlation"]
+    ts = f["ts"]
+    device = is_kind(f, *DEVICE_KINDS)
+    launches = np.flatnonzero(is_kind(f, "runtime") & np.isin(f["category"], LAUNCH_CATEGORIES)
                               & (correlation >= 0))
     linked_calls = np.zeros(len(f), dtype=bool)
     linked_calls[launcher[device & (launcher >= 0)]] = True
     ran = launches[linked_calls[launches]]
     orphans = np.flatnonzero(device & (launcher < 0))
     empty = launches[~linked_calls[launches]]
-    captured = _captured(f, kind, empty)
+    captured = _captured(f, empty)
     empty = empty[~captured]
     ran_ts = ts[ran][np.isfinite(ts[ran])]   # a launch whose ts is unusable (counted as damage) sets no edge
     if len(ran) and len(ran_ts):
@@ -102,8 +102,8 @@ def _compute(table: EventTable) -> WindowEdges:
         # that does device work: that op, and so its launch, ran inside the window (kineto gives
         # previous-step kernels no External id), so its missing launch is damage, not an edge.
         early = np.where(correlation[orphans] >= 0, correlation[orphans] < first_corr, ts[orphans] < first_ts)
-        external = f["external_id"].to_numpy()
-        op_ids = external[(kind == "op") & (external >= 0) & f["does_work"].to_numpy()]
+        external = f["external_id"]
+        op_ids = external[is_kind(f, "op") & (external >= 0) & f["does_work"]]
         early &= ~((external[orphans] >= 0) & np.isin(external[orphans], op_ids))
         late = ts[empty] > last_ts
     else:  # nothing linked at all: no window to speak of; everything is unlinked

@@ -145,18 +145,18 @@ def _rule_unit_of(index: ScopeIndex, rule: Rule, row: int) -> Scope | None:
 def finding_cost(index: ScopeIndex, row: int) -> dict:
     """What the event at `row` costs: a device event its own duration; an op or range the device time of
     everything launched on its thread while it ran, and the bytes allocated then; an allocation its bytes."""
-    frame = index.table.frame
+    dur, nbytes = index.columns["dur"], index.columns["bytes"]
     kind = index.kind[row]
     if kind in DEVICE_KINDS:
-        return {"device_us": float(frame["dur"].iat[row]), "bytes": None}
+        return {"device_us": float(dur[row]), "bytes": None}
     if kind in ("alloc", "free"):
-        return {"device_us": None, "bytes": abs(int(frame["bytes"].iat[row]))}
+        return {"device_us": None, "bytes": abs(int(nbytes[row]))}
     start, stop = float(index.ts[row]), float(index.end[row])
     thread = index.thread[row]
     launched = index.device_events_between(thread, start, stop)
-    device_us = float(frame["dur"].to_numpy()[launched].sum()) if index.table.has_device_events else None
+    device_us = float(dur[launched].sum()) if index.table.has_device_events else None
     allocs = index.allocs_between(thread, start, stop)
-    allocated = int(frame["bytes"].to_numpy()[allocs].clip(min=0).sum()) if len(allocs) else None
+    allocated = int(nbytes[allocs].clip(min=0).sum()) if len(allocs) else None
     return {"device_us": device_us, "bytes": allocated}
 
 

@@ -92,8 +92,8 @@ def run(rule, table, index):
                               "buffer's lifetime is unknown")
     args = op_args(table)
     by_thread = ops_by_thread(index)
-    f = index.frame
-    kinds, nbytes, paired = index.kind, f["bytes"].to_numpy(), f["paired"].to_numpy()
+    f = index.columns
+    kinds, nbytes, paired = index.kind, f["bytes"], f["paired"]
     findings = []
     fills = _fills(index)
     checked = 0

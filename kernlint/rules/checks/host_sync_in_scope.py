@@ -115,10 +115,10 @@ def _capture_spans(table) -> dict[str, list[tuple[float, float]]]:
     """Per host thread, the (BeginCapture start, EndCapture end) of every stream capture it records."""
     found = table.derived.get("capture-spans")
     if found is None:
-        frame = table.frame
-        ts, end = frame["ts"].to_numpy(), frame["end"].to_numpy()
+        columns = table.columns
+        ts, end = columns["ts"], columns["end"]
         found = {}
-        for w in capture_windows(frame):
+        for w in capture_windows(columns):
             found.setdefault(w.thread, []).append((float(ts[w.begin]), float(end[w.end])))
         table.derived["capture-spans"] = found
     return found

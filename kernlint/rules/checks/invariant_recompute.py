@@ -111,7 +111,7 @@ def _chains(index, sources, ops):
 
 
 def _signature(index, chain: list[int]) -> tuple:
-    frame_bytes = index.table.frame["bytes"].to_numpy()
+    frame_bytes = index.columns["bytes"]
     sig = []
     for r in chain:
         if not index.does_work[r]:

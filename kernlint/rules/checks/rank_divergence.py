@@ -136,7 +136,7 @@ def _host_rows(rule, index: ScopeIndex) -> tuple[list[int], dict[int, list[str]]
     chosen = set(rows)
     device: dict[int, list[str]] = defaultdict(list)
     dev_rows = np.flatnonzero(np.isin(index.kind, list(DEVICE_KINDS)) & (index.launcher >= 0))
-    short = index.frame["short_name"].to_numpy()
+    short = index.short_name
     def owner_of(row: int) -> int:
         while row >= 0 and row not in chosen:
             row = int(index.parent_op[row])
