@@ -33,13 +33,13 @@ $(VENV)/.venv:
 	@touch $@
 
 # `make audit` needs kernlint with the capture extra; `make test` the dev extras too (which include it).
-$(VENV)/.installed: pyproject.toml $(VENV)/.venv
+$(VENV)/.installed: pyproject.toml setup.py kernlint/trace/_kineto_chunk.c $(VENV)/.venv
 	@echo "kernlint: installing kernlint with the capture extra (editable)"
 	$(PIP_INSTALL) -e ".[capture]"
 	@touch $@
 	@echo "kernlint: $(VENV) is ready"
 
-$(VENV)/.installed-dev: pyproject.toml $(VENV)/.venv
+$(VENV)/.installed-dev: pyproject.toml setup.py kernlint/trace/_kineto_chunk.c $(VENV)/.venv
 	@echo "kernlint: installing kernlint and its dependencies (editable, with the dev extras)"
 	$(PIP_INSTALL) -e ".[dev]"
 	@touch $@ $(VENV)/.installed

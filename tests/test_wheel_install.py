@@ -54,6 +54,20 @@ def test_the_wheel_carries_the_package_data(dist):
             "kernlint/report/templates/report.js"} <= names
 
 
+def test_the_wheel_carries_the_native_reader_built_and_its_installed_loads_use_it(light, dist, tmp_path):
+    """Where the build machine has a C compiler (this one has), the wheel holds the compiled native reader,
+    not its source, and the installed kernlint decodes a trace's chunks with it."""
+    names = zipfile.ZipFile(dist["wheel"]).namelist()
+    assert any(n.startswith("kernlint/trace/_kineto_chunk.") and n.endswith(".so") for n in names), names
+    assert "kernlint/trace/_kineto_chunk.c" not in names
+    probe = ("import kernlint.trace.native_chunk as n, kernlint.trace.load as l; calls = []; f = n.add_chunk_native\n"
+             "def counted(*a, **k):\n    r = f(*a, **k); calls.append(r is not None); return r\n"
+             "import kernlint.trace.columns as c; c.add_chunk_native = counted\n"
+             f"l.load_trace({str(REGRESSED)!r}); print(n.native_module().__file__, all(calls) and len(calls))")
+    out = _ok(_run([light / "python", "-c", probe], cwd=tmp_path)).stdout.split()
+    assert str(light.parent) in out[0] and int(out[1]) >= 1, out
+
+
 def test_the_wheel_metadata_leaves_torch_to_the_capture_extra_and_declares_numpy(dist):
     with zipfile.ZipFile(dist["wheel"]) as whl:
         meta_name = next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))

@@ -71,10 +71,10 @@ def dist(tmp_path_factory) -> dict[str, Path]:
     # Built from a copy of what the package is made of: the build writes its egg-info beside the sources,
     # which must neither land in the checkout nor race another worker's build.
     src = tmp_path_factory.mktemp("src")
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(REPO / name, src / name)
-    for name in ("kernlint", "rules", "docs"):
-        shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("kernlint", "rules", "docs"):   # (an in-place built extension stays out: the build makes its own)
+        shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.so"))
     _ok(_run([sys.executable, "-m", "build", "--no-isolation", "--outdir", out, src], cwd=out, timeout=300))
     wheels, sdists = list(out.glob("kernlint-*.whl")), list(out.glob("kernlint-*.tar.gz"))
     assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in out.iterdir())

@@ -1,5 +1,9 @@
 """Raw trace events -> columns, one chunk of events at a time.
 
+Where the C extension kernlint.trace._kineto_chunk is built (kernlint.trace.native_chunk), a chunk of plain
+events goes straight from its JSON into the columns; any chunk it does not answer exactly (a value of an
+unexpected type, a repeated key, anything unusual) takes the path below, with every damage rule.
+
 The loader decodes the top level of a trace with each event kept as raw JSON (`msgspec.Raw`: a view of the
 file's bytes, no Python object per field). This module decodes those events CHUNK_EVENTS at a time into
 typed structs and writes each chunk into columns made once for the whole trace, then drops the structs:
@@ -22,6 +26,7 @@ import msgspec
 import numpy as np
 
 from kernlint.errors import TraceError
+from kernlint.trace.native_chunk import add_chunk_native
 from kernlint.trace.schema import NO_RAW, RawEvent
 
 CHUNK_EVENTS = 8192   # events decoded at a time: ~10 MB of structs that are freed before the next chunk
@@ -222,6 +227,16 @@ def decode_events(raw_events: list, path, events_at: str = "$.traceEvents") -> R
         joined = b",".join(part)
         count = len(part)
         del part
+        # The native reader (kernlint.trace.native_chunk) where it is built and the chunk is plain: exact
+        # where it answers; None sends the chunk through msgspec and _add_chunk, with every damage rule.
+        native = add_chunk_native(out, joined, count)
+        if native is not None:
+            if native.arg_rows is not None:
+                arg_rows.append(native.arg_rows)
+                arg_lengths.append(native.arg_lengths)
+                blobs.append(native.arg_blob)
+            out.n += native.kept
+            continue
         try:
             events = _chunk_decoder.decode(joined)
         except msgspec.ValidationError as exc:
