@@ -9,8 +9,10 @@ the GPU half idle (32-112 tiles on 132 SMs for the DeepSeek-V3 shapes). So K is 
 (tile, split) program sums its share of K, writes its partial tile, and the last split to arrive adds the
 partials (in split order: the result does not depend on arrival order) and writes the output, all in one
 launch. No zeroed buffer per call: the arrival counters come from a per-device pool zeroed once, and the
-last split resets its own. Under CUDA-graph replay on the H200 this is 0.49-0.94x the device time of cuBLAS
-block-wise and 0.61-0.88x bf16 cuBLAS at M <= 16, cold weights (bench/results/h200-small-m.txt).
+last split resets its own. Under CUDA-graph replay on the H200, cold weights, M <= 16, the six DeepSeek-V3
+decode shapes: 0.48-0.95x the device time of cuBLAS block-wise and 0.57-0.88x bf16 cuBLAS, but 1.5-3.9x the
+time to read the weight at HBM bandwidth (a read-only kernel of the same bytes takes 1.2-1.9x of it itself;
+bench/results/h200-small-m.txt).
 
 Eagerly, cuBLAS LT's block-scaled ``_scaled_mm`` costs more host time per call at these sizes (19-24 us on
 the H200) than this kernel launched through a cached :class:`FastKernel` (13-19 us).
