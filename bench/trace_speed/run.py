@@ -7,6 +7,7 @@ For each trace (plain or gzipped JSON; make them with bench/trace_speed/generate
 fresh process, `--repeat` times, interleaved; the table gives the median wall time and the largest peak RSS
 (the child's own ru_maxrss):
   - anchor: read the file (gunzip when gzipped) and stdlib `json.loads` it
+  - the same with orjson (the fastest JSON-to-Python-objects parser), where installed (or in --others-python)
   - `kernlint check TRACE --isolated` end to end: load, every shipped rule, the verdict printed
   - kernlint's load alone (decode + event table), to show where the time goes
   - with --others: HolisticTraceAnalysis (TraceAnalysis on a folder holding the trace) and torch-tb-profiler
@@ -31,6 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 ANCHOR = ("import gzip, json, sys; p = sys.argv[1]; raw = open(p, 'rb').read(); "
           "data = gzip.decompress(raw) if raw[:2] == b'\\x1f\\x8b' else raw; del raw; json.loads(data)")
+ORJSON = ANCHOR.replace("import gzip, json,", "import gzip, orjson,").replace("json.loads(data)", "orjson.loads(data)")
 LOAD = "import sys; from kernlint.trace.load import load_trace; load_trace(sys.argv[1])"
 IMPORTS = ("import kernlint.cli, kernlint.trace.load, kernlint.rules.engine, kernlint.rules.loader; "
            "kernlint.rules.loader.load_rules()")
@@ -48,6 +50,10 @@ def readers(others: bool, others_python: str | None = None) -> dict[str, list[st
         "kernlint check": [py, "-m", "kernlint", "check", "--isolated", "--quiet"],
         "kernlint load only": [py, "-c", LOAD],
     }
+    for interpreter in (py, others_python):
+        if interpreter and subprocess.run([interpreter, "-c", "import orjson"], capture_output=True).returncode == 0:
+            out["orjson.loads"] = [interpreter, "-c", ORJSON]
+            break
     if others:
         for name, module, code in (("HolisticTraceAnalysis", "hta", HTA), ("torch-tb-profiler", "torch_tb_profiler",
                                                                            TB)):
