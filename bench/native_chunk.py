@@ -19,37 +19,12 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-
 from kernlint.trace import columns as C
 from kernlint.trace import load
-from kernlint.trace.native_chunk import NativeChunk, add_chunk_native, native_module
+from kernlint.trace.native_chunk import add_chunk_native, native_module
 
 REPO = Path(__file__).resolve().parents[1]
 GROWN = Path("/tmp/ts/d150.pt.trace.json.gz")
-
-
-def python_chunk(out: C.RawColumns, joined: bytes, count: int) -> NativeChunk:
-    """decode_events' loop body for one chunk."""
-    events = C._chunk_decoder.decode(joined)
-    events = [e for e in events if e.ph not in C.SKIPPED_PHASES and e.cat not in C.SKIPPED_CATS]
-    out.others += count - len(events)
-    if not events:
-        return NativeChunk(0)
-    C._add_chunk(out, events)
-    args = list(map(C._get_args, events))
-    local = [i for i, a in enumerate(args) if a is not None and (
-        a.input_dims is not C.NO_RAW or a.input_types is not C.NO_RAW or a.concrete_inputs is not C.NO_RAW
-        or a.input_strides is not C.NO_RAW or a.input_dims_2021 is not C.NO_RAW)]
-    if not local:
-        return NativeChunk(len(events))
-    pieces = []
-    for i in local:
-        a = args[i]
-        dims = a.input_dims if a.input_dims is not C.NO_RAW else a.input_dims_2021
-        pieces += (dims, a.input_types, a.concrete_inputs, a.input_strides)
-    return NativeChunk(len(events), np.array(local, dtype=np.int64) + out.n,
-                       np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)), b"".join(pieces))
 
 
 def chunks_of(raw_events: list) -> list[tuple[bytes, int]]:
@@ -65,7 +40,7 @@ def chunks_of(raw_events: list) -> list[tuple[bytes, int]]:
 def run_python(chunks, total):
     out = C.RawColumns(total)
     for joined, count in chunks:
-        out.n += python_chunk(out, joined, count).kept
+        out.n += C.python_chunk(out, joined, count).kept
     return out, 0
 
 
@@ -76,7 +51,7 @@ def run_native(chunks, total):
         got = add_chunk_native(out, joined, count)
         if got is None:
             fallbacks += 1
-            got = python_chunk(out, joined, count)
+            got = C.python_chunk(out, joined, count)
         out.n += got.kept
     return out, fallbacks
 

@@ -4,7 +4,6 @@ never imports pandas or scipy. `EventTable.frame` is still the DataFrame of the 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,20 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fresh_interpreter import CHECKOUT_ENV, TINY_TRACE
 from kernlint.trace.load import load_trace
 from kernlint.trace.scopes import add_scope_column
 from kernlint.trace.table import KINDS
 
 REPO = Path(__file__).resolve().parents[1]
-_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
-TINY_TRACE = {"traceEvents": [
-    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5,
-     "args": {"External id": 1}},
-    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 2,
-     "args": {"correlation": 7, "External id": 1}},
-    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 4, "dur": 3,
-     "args": {"correlation": 7, "External id": 1, "device": 0, "stream": 7}},
-]}
 # Runs the commands one after the other in one interpreter, then names the heavy modules it imported.
 _PROBE = """
 import json, sys
@@ -43,7 +34,7 @@ print(json.dumps({"exit": codes, "heavy": heavy}), file=sys.stderr)
 
 
 def _heavy_modules(commands: list[list[str]], cwd: Path) -> tuple[list[int], list[str]]:
-    proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(commands)], cwd=cwd, env=_ENV,
+    proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(commands)], cwd=cwd, env=CHECKOUT_ENV,
                           capture_output=True, text=True, timeout=300)
     found = json.loads(proc.stderr.strip().splitlines()[-1])
     return found["exit"], found["heavy"]

@@ -24,7 +24,7 @@ from kernlint.trace import columns as C
 from kernlint.trace import load
 from kernlint.trace import native_chunk as glue
 from kernlint.trace.load import decode_trace, find_trace_files, read_trace_bytes
-from kernlint.trace.native_chunk import NativeChunk, add_chunk_native, native_module
+from kernlint.trace.native_chunk import DecodedChunk, add_chunk_native, native_module
 
 REPO = Path(__file__).resolve().parents[1]
 TRACE_ROOTS = [p for p in (REPO / "fixtures", REPO.parent / "shared" / "traces-external") if p.is_dir()]
@@ -45,29 +45,6 @@ def joined_chunks(raw_events: list):
         yield b",".join(part), len(part)
 
 
-def python_chunk(out: C.RawColumns, joined: bytes, count: int) -> NativeChunk:
-    """One chunk through the Python path: the body of decode_events' loop (raises as msgspec does)."""
-    events = C._chunk_decoder.decode(joined)
-    events = [e for e in events if e.ph not in C.SKIPPED_PHASES and e.cat not in C.SKIPPED_CATS]
-    out.others += count - len(events)
-    if not events:
-        return NativeChunk(0)
-    C._add_chunk(out, events)
-    args = list(map(C._get_args, events))
-    local = [i for i, a in enumerate(args) if a is not None and (
-        a.input_dims is not C.NO_RAW or a.input_types is not C.NO_RAW or a.concrete_inputs is not C.NO_RAW
-        or a.input_strides is not C.NO_RAW or a.input_dims_2021 is not C.NO_RAW)]
-    if not local:
-        return NativeChunk(len(events))
-    pieces = []
-    for i in local:
-        a = args[i]
-        dims = a.input_dims if a.input_dims is not C.NO_RAW else a.input_dims_2021
-        pieces += (dims, a.input_types, a.concrete_inputs, a.input_strides)
-    return NativeChunk(len(events), np.array(local, dtype=np.int64) + out.n,
-                       np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)), b"".join(pieces))
-
-
 def decode_mixed(raw_events: list, use_native: bool = True) -> tuple[C.RawColumns, int, int]:
     """decode_events with the native path per chunk and the Python path where it says None (the patch the
     lead applies to columns.py); (columns, chunks, chunks that fell back)."""
@@ -79,7 +56,7 @@ def decode_mixed(raw_events: list, use_native: bool = True) -> tuple[C.RawColumn
         got = add_chunk_native(out, joined, count) if use_native else None
         if got is None:
             fallbacks += 1
-            got = python_chunk(out, joined, count)
+            got = C.python_chunk(out, joined, count)
         if got.arg_rows is not None:
             rows.append(got.arg_rows)
             lengths.append(got.arg_lengths)
@@ -217,7 +194,7 @@ def _both(events_json: bytes):
         nat.op_args = _store(got)
     py = C.RawColumns(capacity)
     try:
-        ref = python_chunk(py, events_json, capacity if count is None else count)
+        ref = C.python_chunk(py, events_json, capacity if count is None else count)
     except Exception as exc:   # any exception: the native path must not have answered
         return got, exc, nat
     py.n += ref.kept
@@ -225,7 +202,7 @@ def _both(events_json: bytes):
     return got, py, nat
 
 
-def _store(chunk: NativeChunk) -> C.OpArgsStore | None:
+def _store(chunk: DecodedChunk) -> C.OpArgsStore | None:
     if chunk.arg_rows is None:
         return None
     offsets = np.zeros(len(chunk.arg_lengths) + 1, dtype=np.int64)

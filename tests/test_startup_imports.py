@@ -5,26 +5,12 @@ table compiles nothing on import."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-# The checkout these tests belong to, first on the path of the interpreters they start.
-_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]),
-                                                     *filter(None, [os.environ.get("PYTHONPATH")])])}
-
-# Three events: an op, its launch and its kernel. Nothing fails; every rule runs on it.
-TINY_TRACE = {"traceEvents": [
-    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5,
-     "args": {"External id": 1}},
-    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 2,
-     "args": {"correlation": 7, "External id": 1}},
-    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 4, "dur": 3,
-     "args": {"correlation": 7, "External id": 1, "device": 0, "stream": 7}},
-]}
+from fresh_interpreter import CHECKOUT_ENV, TINY_TRACE
 
 # What `kernlint check` never needs for one trace with --jobs 1: the pool (multiprocessing,
 # concurrent.futures' processes), the capture modules and torch (run, audit, baseline record --workload),
@@ -47,7 +33,7 @@ print(json.dumps({"exit": code, "modules": sorted(sys.modules)}), file=sys.stder
 
 def _modules_after(args: list[str], cwd) -> tuple[int, set[str]]:
     """`kernlint ARGS` in a fresh interpreter: its exit code and the modules imported by its end."""
-    proc = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=cwd, env=_ENV, capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=cwd, env=CHECKOUT_ENV, capture_output=True,
                           text=True, timeout=300)
     last = proc.stderr.strip().splitlines()[-1]
     found = json.loads(last)
@@ -104,7 +90,8 @@ def test_the_names_table_compiles_nothing_on_import():
     code = ("import re._compiler as c, sys\ncalls = []\nreal = c.compile\n"
             "c.compile = lambda *a, **k: calls.append(a[0]) or real(*a, **k)\n"
             "import kernlint.trace.names\nprint(len(calls))")
-    out = subprocess.run([sys.executable, "-c", code], env=_ENV, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], env=CHECKOUT_ENV, capture_output=True, text=True,
+                         check=True).stdout
     assert out.strip() == "0"
 
 
@@ -131,5 +118,5 @@ def test_the_names_tables_lazy_patterns_are_the_patterns_they_stand_for():
     """Each expression of the names table that is compiled on first use is bound under its own name,
     compiles to what re.compile gives, and after its first use is that compiled pattern itself; a name that no
     line of a table matches has compiled the whole table."""
-    out = subprocess.run([sys.executable, "-c", _LAZY_PROBE], env=_ENV, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", _LAZY_PROBE], env=CHECKOUT_ENV, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -26,7 +26,7 @@ import msgspec
 import numpy as np
 
 from kernlint.errors import TraceError
-from kernlint.trace.native_chunk import add_chunk_native
+from kernlint.trace.native_chunk import DecodedChunk, add_chunk_native
 from kernlint.trace.schema import NO_RAW, RawEvent
 
 CHUNK_EVENTS = 8192   # events decoded at a time: ~10 MB of structs that are freed before the next chunk
@@ -229,43 +229,15 @@ def decode_events(raw_events: list, path, events_at: str = "$.traceEvents") -> R
         del part
         # The native reader (kernlint.trace.native_chunk) where it is built and the chunk is plain: exact
         # where it answers; None sends the chunk through msgspec and _add_chunk, with every damage rule.
-        native = add_chunk_native(out, joined, count)
-        if native is not None:
-            if native.arg_rows is not None:
-                arg_rows.append(native.arg_rows)
-                arg_lengths.append(native.arg_lengths)
-                blobs.append(native.arg_blob)
-            out.n += native.kept
-            continue
-        try:
-            events = _chunk_decoder.decode(joined)
-        except msgspec.ValidationError as exc:
-            message = _AT_INDEX.sub(lambda m, first=start: f"{events_at}[{first + int(m.group(1))}]", str(exc))
-            raise TraceError(path, f"unexpected trace schema: {message}") from None
-        except msgspec.DecodeError as exc:   # the top level was valid JSON: an event cannot be invalid
-            raise TraceError(path, f"not valid JSON: {exc}") from None
+        chunk = add_chunk_native(out, joined, count)
+        if chunk is None:
+            chunk = python_chunk(out, joined, count, path, events_at, start)
         del joined
-        events = [e for e in events if e.ph not in SKIPPED_PHASES and e.cat not in SKIPPED_CATS]
-        out.others += count - len(events)
-        if not events:
-            continue
-        _add_chunk(out, events)
-        # Shape arguments: four raw JSON texts per event that has any.
-        args = list(map(_get_args, events))
-        local = [i for i, a in enumerate(args) if a is not None and (
-            a.input_dims is not NO_RAW or a.input_types is not NO_RAW or a.concrete_inputs is not NO_RAW
-            or a.input_strides is not NO_RAW or a.input_dims_2021 is not NO_RAW)]
-        if local:
-            pieces = []
-            for i in local:
-                a = args[i]
-                dims = a.input_dims if a.input_dims is not NO_RAW else a.input_dims_2021
-                pieces += (dims, a.input_types, a.concrete_inputs, a.input_strides)
-            arg_rows.append(np.array(local, dtype=np.int64) + out.n)
-            arg_lengths.append(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)))
-            blobs.append(b"".join(pieces))
-        out.n += len(events)
-        del events, args
+        if chunk.arg_rows is not None:
+            arg_rows.append(chunk.arg_rows)
+            arg_lengths.append(chunk.arg_lengths)
+            blobs.append(chunk.arg_blob)
+        out.n += chunk.kept
     if arg_rows:
         lengths = np.concatenate(arg_lengths)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -275,6 +247,38 @@ def decode_events(raw_events: list, path, events_at: str = "$.traceEvents") -> R
         table[:, 4] = offsets[4::4]
         out.op_args = OpArgsStore(rows=np.concatenate(arg_rows), offsets=table, blob=b"".join(blobs))
     return out
+
+
+def python_chunk(out: RawColumns, joined: bytes, count: int, path="<chunk>", events_at: str = "$.traceEvents",
+                 first: int = 0) -> DecodedChunk:
+    """One chunk (`joined`: the JSON array of `count` events, the first of them event `first` of the trace)
+    through msgspec and _add_chunk, into `out` from row `out.n` on; `out.n` is left to the caller."""
+    try:
+        events = _chunk_decoder.decode(joined)
+    except msgspec.ValidationError as exc:
+        message = _AT_INDEX.sub(lambda m: f"{events_at}[{first + int(m.group(1))}]", str(exc))
+        raise TraceError(path, f"unexpected trace schema: {message}") from None
+    except msgspec.DecodeError as exc:   # the top level was valid JSON: an event cannot be invalid
+        raise TraceError(path, f"not valid JSON: {exc}") from None
+    events = [e for e in events if e.ph not in SKIPPED_PHASES and e.cat not in SKIPPED_CATS]
+    out.others += count - len(events)
+    if not events:
+        return DecodedChunk(0)
+    _add_chunk(out, events)
+    # Shape arguments: four raw JSON texts per event that has any.
+    args = list(map(_get_args, events))
+    local = [i for i, a in enumerate(args) if a is not None and (
+        a.input_dims is not NO_RAW or a.input_types is not NO_RAW or a.concrete_inputs is not NO_RAW
+        or a.input_strides is not NO_RAW or a.input_dims_2021 is not NO_RAW)]
+    if not local:
+        return DecodedChunk(len(events))
+    pieces = []
+    for i in local:
+        a = args[i]
+        dims = a.input_dims if a.input_dims is not NO_RAW else a.input_dims_2021
+        pieces += (dims, a.input_types, a.concrete_inputs, a.input_strides)
+    return DecodedChunk(len(events), np.array(local, dtype=np.int64) + out.n,
+                        np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)), b"".join(pieces))
 
 
 def _add_chunk(out: RawColumns, events: list) -> None:

@@ -41,7 +41,7 @@ def native_module():
 
 
 @dataclass
-class NativeChunk:
+class DecodedChunk:
     """What decode_events keeps of a chunk besides the columns: the number of kept events, and the shape
     arguments of those that have any, as `decode_events` collects them (rows already offset to the trace)."""
 
@@ -51,7 +51,7 @@ class NativeChunk:
     arg_blob: bytes = b""                   # the raw JSON of those fields, concatenated
 
 
-def add_chunk_native(out: RawColumns, joined: bytes | bytearray, count: int | None = None) -> NativeChunk | None:
+def add_chunk_native(out: RawColumns, joined: bytes | bytearray, count: int | None = None) -> DecodedChunk | None:
     """Decode one chunk (`joined`: the JSON array of `count` events) into `out` from row `out.n` on, as
     `_add_chunk` would, and add its left-out events to `out.others`. None where the extension is not built or
     does not answer for this chunk: `out` is then untouched. `out.n` is left to the caller."""
@@ -66,7 +66,7 @@ def add_chunk_native(out: RawColumns, joined: bytes | bytearray, count: int | No
         return None
     out.others += others
     if not kept:
-        return NativeChunk(0)
+        return DecodedChunk(0)
     at, stop = out.n, out.n + kept
     ints = np.frombuffer(i64, dtype=np.int64).reshape(10, kept)
     times = np.frombuffer(f64, dtype=np.float64).reshape(2, kept)
@@ -84,9 +84,9 @@ def add_chunk_native(out: RawColumns, joined: bytes | bytearray, count: int | No
     for k, which in enumerate(ID_FIELDS):
         add_ids(out.ids[which], at, ints[5 + k])
     if not arg_rows:
-        return NativeChunk(kept)
+        return DecodedChunk(kept)
     rows = np.frombuffer(arg_rows, dtype=np.int64) + at
-    return NativeChunk(kept, rows, np.frombuffer(arg_lengths, dtype=np.int64), blob)
+    return DecodedChunk(kept, rows, np.frombuffer(arg_lengths, dtype=np.int64), blob)
 
 
 def add_ids(ids: IdValues, at: int, values: np.ndarray) -> None:
