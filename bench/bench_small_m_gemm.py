@@ -278,6 +278,8 @@ def main() -> int:
     parser.add_argument("--hbm-tbps", type=float, default=4.8, help="HBM bandwidth for the weight-read column")
     parser.add_argument("--only", choices=("gemm", "layer", "host", "large"), help="one table")
     parser.add_argument("--sweep-ms", default="16,64", help="the M values the sweep tries (comma-separated)")
+    parser.add_argument("--no-pdl", action="store_true",
+                        help="no programmatic dependent launch (quant and GEMM one after the other): its A/B")
     parser.add_argument("--no-split-k", action="store_true",
                         help="K never split (gemm_config's split-K off): the A/B of the split")
     args = parser.parse_args()
@@ -287,6 +289,11 @@ def main() -> int:
     import triton
 
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
+    if args.no_pdl:
+        from kernlint.reference import _launch
+
+        _launch.USE_PDL = False
+        print("programmatic dependent launch off")
     if args.no_split_k:
         from kernlint.reference import _triton_gemm
 

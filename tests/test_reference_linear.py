@@ -243,6 +243,31 @@ def test_split_k_gemm_matches_float64_and_leaves_its_arrival_counters_at_zero(m,
 
 
 @pytest.mark.gpu
+def test_programmatic_dependent_launch_changes_no_output_eagerly_or_under_graph_replay(monkeypatch):
+    """On Hopper the GEMM starts while the quant kernel runs and waits for its results: the outputs are
+    bit-identical to the layer launched without it, call after call and replayed from a CUDA graph."""
+    from kernlint.reference import _launch
+
+    assert _launch.pdl_enabled(0) == (torch.cuda.get_device_capability(0) >= (9, 0))
+    layer, w, b = make_layer(2048, 4096, "cuda", True, torch.bfloat16)
+    xs = [torch.randn(16, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(3)]
+    with_pdl = [layer(x) for x in xs]
+    static_x = xs[0].clone()
+    layer(static_x)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        replayed = layer(static_x)
+    monkeypatch.setattr(_launch, "USE_PDL", False)
+    plain = Fp8BlockLinear.from_float(w, b)   # plans made now: no PDL
+    for x, y in zip(xs, with_pdl):
+        assert torch.equal(y, plain(x))
+        static_x.copy_(x)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(replayed, y)
+
+
+@pytest.mark.gpu
 def test_decode_shapes_split_k_and_large_m_does_not():
     from kernlint.reference._triton_gemm import gemm_config
 

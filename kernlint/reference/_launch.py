@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import triton
 
-__all__ = ["FastKernel", "current_stream", "hooks_active"]
+__all__ = ["FastKernel", "current_stream", "gdc_launch_dependents", "gdc_wait", "hooks_active", "pdl_enabled"]
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -23,6 +23,47 @@ def _version(text: str) -> tuple[int, int]:
 # From Triton 3.3 on the launcher takes every kernel parameter, constexprs included (it skips them);
 # before, only the runtime ones.
 _PASS_CONSTEXPRS = _version(triton.__version__) >= (3, 3)
+
+# Programmatic dependent launch (Hopper on): a kernel launched with it may start while the kernel before it
+# in the stream still runs, and waits (gdc_wait, griddepcontrol.wait) for that kernel's results only where it
+# first needs them; the kernel before it says when it may start (gdc_launch_dependents). Triton 3.3+ has both
+# and the `launch_pdl` option; where it does not, no-ops stand in and nothing is launched with PDL.
+try:
+    from triton.backends.nvidia.compiler import CUDAOptions
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+    _PDL_IN_TRITON = "launch_pdl" in CUDAOptions.__dataclass_fields__
+except ImportError:   # an older Triton
+    _PDL_IN_TRITON = False
+
+if not _PDL_IN_TRITON:
+    import triton.language as tl
+
+    @triton.jit
+    def gdc_wait():
+        tl.static_assert(False, "no programmatic dependent launch in this Triton")
+
+    @triton.jit
+    def gdc_launch_dependents():
+        tl.static_assert(False, "no programmatic dependent launch in this Triton")
+
+# False turns programmatic dependent launch off for plans made from then on (the A/B of the benchmarks).
+USE_PDL = True
+
+
+def pdl_enabled(device_index: int) -> bool:
+    """Whether the reference kernels launch with programmatic dependent launch on this device."""
+    return USE_PDL and _PDL_IN_TRITON and _capability(device_index) >= (9, 0)
+
+
+def _capability(device_index: int) -> tuple[int, int]:
+    found = _CAPABILITY.get(device_index)
+    if found is None:
+        found = _CAPABILITY[device_index] = torch.cuda.get_device_capability(device_index)
+    return found
+
+
+_CAPABILITY: dict[int, tuple[int, int]] = {}
 
 # The raw stream handle, as the Triton JIT itself reads it (a C call, no torch.cuda.Stream object).
 current_stream = torch._C._cuda_getCurrentRawStream

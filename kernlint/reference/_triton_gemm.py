@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernlint.reference._launch import FastKernel, current_stream
+from kernlint.reference._launch import FastKernel, current_stream, gdc_wait, pdl_enabled
 
 
 @triton.jit
@@ -49,12 +49,16 @@ def fp8_block_scaled_gemm_kernel(
     stride_om,
     HAS_BIAS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, WAIT_PRIOR: tl.constexpr = False,
 ):
     """Program (tile, split) sums the tile's product over its share of K. With SPLIT_K > 1 each split
     writes its partial tile to ``partial_ptr``; the last split to arrive at the tile (counted in
     ``arrivals_ptr``, which it leaves at 0 again) adds the partials in split order, so the result does not
-    depend on which split came last."""
+    depend on which split came last. With WAIT_PRIOR (launched with programmatic dependent launch) it starts
+    while the kernel before it (the quantization) still runs, and waits for that kernel's results before its
+    first memory access."""
+    if WAIT_PRIOR:
+        gdc_wait()
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     k_blocks = tl.cdiv(K, BLOCK_K)
     kb_start = 0
@@ -199,11 +203,14 @@ class GemmPlan:
         args = (a_q, a_s, w_q, w_s, bias if bias is not None else out, out,
                 partial if partial is not None else out, self.arrivals if self.arrivals is not None else out,
                 self.m, self.n, self.k, *self.strides)
+        pdl = pdl_enabled(out.device.index)
         constexprs = {"HAS_BIAS": self.has_bias, "BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": 128,
-                      "GROUP_M": 8, "SPLIT_K": split_k}
+                      "GROUP_M": 8, "SPLIT_K": split_k, "WAIT_PRIOR": pdl}
+        options = {"launch_pdl": True} if pdl else {}
         with torch.cuda.device(out.device):
             self.kernel = FastKernel.first_launch(fp8_block_scaled_gemm_kernel, (self.grid, split_k), args,
-                                                  constexprs, num_warps=num_warps, num_stages=num_stages)
+                                                  constexprs, num_warps=num_warps, num_stages=num_stages,
+                                                  **options)
 
     def launch(self, stream: int, a_ptr: int, a_s_ptr: int, w_ptr: int, w_s_ptr: int, bias_ptr: int,
                out_ptr: int, partial_ptr: int) -> None:

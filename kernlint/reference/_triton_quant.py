@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernlint.reference._launch import FastKernel, current_stream
+from kernlint.reference._launch import FastKernel, current_stream, gdc_launch_dependents, pdl_enabled
 from kernlint.reference._shapes import _check_group_shape
 
 FP8_E4M3_MAX = 448.0
@@ -32,12 +32,15 @@ def scale_1x128_kernel(
     BLOCK_M: tl.constexpr,
     GROUP: tl.constexpr,
     UE8M0: tl.constexpr,
+    LAUNCH_DEPENDENTS: tl.constexpr = False,
 ):
     """One program quantizes a [BLOCK_M, 128] tile: one 128-wide group of BLOCK_M rows.
 
     Rows in [n_rows, n_rows_out) are padding: they read as zero, so they get q = 0 (and scale
     eps / fp8_max), which lets a GEMM that needs M % 4 == 0 skip a separate padding copy.
     """
+    if LAUNCH_DEPENDENTS:   # the GEMM after it may start now: it waits for these results where it reads them
+        gdc_launch_dependents()
     pid_m = tl.program_id(0)
     group = tl.program_id(1)
     rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
@@ -127,7 +130,8 @@ class QuantPlan:
         """The first launch (compiles; keeps the handle), or every launch where the fast path is off."""
         args = (x2d, q, s, self.n_rows, self.n_rows_out, x2d.stride(0), q.stride(0), s.stride(0), s.stride(1),
                 eps, self.fp8_max)
-        constexprs = {"BLOCK_M": self.block_m, "GROUP": GROUP_SIZE, "UE8M0": self.ue8m0}
+        constexprs = {"BLOCK_M": self.block_m, "GROUP": GROUP_SIZE, "UE8M0": self.ue8m0,
+                      "LAUNCH_DEPENDENTS": pdl_enabled(self.device_index)}
         with torch.cuda.device(self.device_index):
             kernel = FastKernel.first_launch(scale_1x128_kernel, (self.grid0, self.n_groups), args, constexprs,
                                              num_warps=self.num_warps)
