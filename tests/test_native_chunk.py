@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import random
 from pathlib import Path
 
@@ -130,6 +131,8 @@ def _traces() -> list[Path]:
 
 
 TRACES = _traces()
+# Random chunks per property test; run longer with KERNLINT_FUZZ_EXAMPLES=20000 (as tests/test_properties.py).
+FUZZ_EXAMPLES = int(os.environ.get("KERNLINT_FUZZ_EXAMPLES", "120"))
 TALLY = {"chunks": 0, "fallbacks": 0, "traces": 0}
 
 
@@ -409,13 +412,13 @@ _EVENT_VALUES = {
 json_event = _weighted(json_object(_EVENT_VALUES), ANY_VALUE, 30)   # now and then not an object
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(json_event, min_size=1, max_size=6))
 def test_random_events(events):
     _check(b"[" + b",".join(events) + b"]")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=FUZZ_EXAMPLES // 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(["X", "i", "M"]), json_text(["aten::mm", "k", "cudaLaunchKernel"]),
                           st.integers(0, 3), st.integers(0, 2**45), st.floats(0, 1e13).map(lambda f: round(f, 3))),
                 min_size=1, max_size=30))
