@@ -16,20 +16,26 @@ EAGER_CALLS = 300
 EAGER_REPS = 7
 
 
-def graph_median_ms(fn, calls_per_graph: int, reps: int = REPS) -> float:
-    """Per-call time of ``fn`` replayed from a CUDA graph of ``calls_per_graph`` calls (median of ``reps``)."""
+def captured_graph(calls, warmup=None) -> torch.cuda.CUDAGraph:
+    """A CUDA graph of ``calls`` (run in order), captured after ``warmup`` (default: the calls themselves) ran
+    on a side stream, as capture requires (compiles and plans happen outside it); replayed once."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):  # warm up on a side stream, as graph capture requires
-        for _ in range(3):
-            fn()
+    with torch.cuda.stream(stream):
+        for call in calls if warmup is None else warmup:
+            call()
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for _ in range(calls_per_graph):
-            fn()
+        for call in calls:
+            call()
     graph.replay()
     torch.cuda.synchronize()
+    return graph
+
+
+def replay_median_ms(graph: torch.cuda.CUDAGraph, reps: int = REPS) -> float:
+    """Median time of one replay of ``graph`` (CUDA events around it), over ``reps`` replays, ms."""
     times = []
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -37,8 +43,14 @@ def graph_median_ms(fn, calls_per_graph: int, reps: int = REPS) -> float:
         graph.replay()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) / calls_per_graph)
+        times.append(start.elapsed_time(end))
     return statistics.median(times)
+
+
+def graph_median_ms(fn, calls_per_graph: int, reps: int = REPS) -> float:
+    """Per-call time of ``fn`` replayed from a CUDA graph of ``calls_per_graph`` calls (median of ``reps``)."""
+    graph = captured_graph([fn] * calls_per_graph, warmup=[fn] * 3)
+    return replay_median_ms(graph, reps) / calls_per_graph
 
 
 def eager_us(fn, calls: int = EAGER_CALLS, reps: int = EAGER_REPS, warmup: int = 20) -> float:

@@ -29,7 +29,7 @@ import torch
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "bench"))
-from _timing import eager_us  # noqa: E402
+from _timing import captured_graph, eager_us, replay_median_ms  # noqa: E402
 
 NKS = ((7168, 2048), (4096, 7168), (24576, 1536), (8192, 2048), (2048, 4096), (7168, 7168))
 MS = (1, 16, 64)
@@ -62,25 +62,9 @@ def copies_for_cold(weight_bytes: int) -> int:
     return max(2, -(-3 * l2 // weight_bytes))
 
 
-def graph_of(calls) -> torch.cuda.CUDAGraph:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for call in calls:   # warm-up (compiles, plans) outside the capture
-            call()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for call in calls:
-            call()
-    graph.replay()
-    torch.cuda.synchronize()
-    return graph
-
-
 def kernel_us(calls, replays: int = REPLAYS) -> dict[str, float]:
     """Median device time per kernel name of the graph of ``calls``, over ``replays`` replays."""
-    graph = graph_of(calls)
+    graph = captured_graph(calls)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for _ in range(replays):
             graph.replay()
@@ -94,16 +78,7 @@ def kernel_us(calls, replays: int = REPLAYS) -> dict[str, float]:
 
 def graph_call_us(calls, replays: int = REPLAYS) -> float:
     """Per-call time from CUDA events around whole replays (kernels and the gaps between them)."""
-    graph = graph_of(calls)
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / len(calls))
-    return statistics.median(times)
+    return replay_median_ms(captured_graph(calls), replays) * 1e3 / len(calls)
 
 
 def total_us(times: dict[str, float], skip: tuple[str, ...] = ()) -> float:

@@ -28,13 +28,7 @@ GROWN = Path("/tmp/ts/d150.pt.trace.json.gz")
 
 
 def chunks_of(raw_events: list) -> list[tuple[bytes, int]]:
-    out = []
-    for start in range(0, len(raw_events), C.CHUNK_EVENTS):
-        part = raw_events[start:start + C.CHUNK_EVENTS]
-        part[0] = b"[" + part[0]
-        part[-1] = bytes(part[-1]) + b"]"
-        out.append((b",".join(part), len(part)))
-    return out
+    return [(joined, count) for _start, joined, count in C.joined_chunks(raw_events)]
 
 
 def run_python(chunks, total):

@@ -35,43 +35,22 @@ pytestmark = pytest.mark.skipif(native is None, reason="kernlint.trace._kineto_c
                                 "compiler at install, or `python setup.py build_ext --inplace` not run)")
 
 
-# -- the two paths, chunk by chunk, as decode_events runs them ---------------------------------------------------
+# -- the two paths ------------------------------------------------------------------------------------------------
 
-def joined_chunks(raw_events: list):
-    """(joined JSON array, number of events) per chunk, exactly as decode_events joins them."""
-    for start in range(0, len(raw_events), C.CHUNK_EVENTS):
-        part = raw_events[start:start + C.CHUNK_EVENTS]
-        part[0] = b"[" + part[0]
-        part[-1] = bytes(part[-1]) + b"]"
-        yield b",".join(part), len(part)
+def decode_counting(raw_events: list, path, monkeypatch) -> tuple[C.RawColumns, int, int]:
+    """decode_events as it runs (native per chunk, the Python path where that says None): (columns, chunks,
+    chunks that fell back)."""
+    calls = []
 
+    def counted(*args):
+        got = add_chunk_native(*args)
+        calls.append(got is None)
+        return got
 
-def decode_mixed(raw_events: list, use_native: bool = True) -> tuple[C.RawColumns, int, int]:
-    """decode_events with the native path per chunk and the Python path where it says None (the patch the
-    lead applies to columns.py); (columns, chunks, chunks that fell back)."""
-    out = C.RawColumns(len(raw_events))
-    rows, lengths, blobs = [], [], []
-    chunks = fallbacks = 0
-    for joined, count in joined_chunks(raw_events):
-        chunks += 1
-        got = add_chunk_native(out, joined, count) if use_native else None
-        if got is None:
-            fallbacks += 1
-            got = C.python_chunk(out, joined, count)
-        if got.arg_rows is not None:
-            rows.append(got.arg_rows)
-            lengths.append(got.arg_lengths)
-            blobs.append(got.arg_blob)
-        out.n += got.kept
-    if rows:
-        flat = np.concatenate(lengths)
-        offsets = np.zeros(len(flat) + 1, dtype=np.int64)
-        np.cumsum(flat, out=offsets[1:])
-        table = np.empty((len(flat) // 4, 5), dtype=np.int64)
-        table[:, :4] = offsets[:-1].reshape(-1, 4)
-        table[:, 4] = offsets[4::4]
-        out.op_args = C.OpArgsStore(rows=np.concatenate(rows), offsets=table, blob=b"".join(blobs))
-    return out, chunks, fallbacks
+    with monkeypatch.context() as m:
+        m.setattr(C, "add_chunk_native", counted)
+        out = C.decode_events(raw_events, path)
+    return out, len(calls), sum(calls)
 
 
 def assert_same(a: C.RawColumns, b: C.RawColumns) -> None:
@@ -136,12 +115,8 @@ FUZZ_EXAMPLES = int(os.environ.get("KERNLINT_FUZZ_EXAMPLES", "120"))
 TALLY = {"chunks": 0, "fallbacks": 0, "traces": 0}
 
 
-# decode_events calls the native reader once the lead's patch is in (columns imports add_chunk_native).
-COLUMNS_USE_NATIVE = hasattr(C, "add_chunk_native")
-
-
 def python_path(raw: list, path, monkeypatch) -> C.RawColumns:
-    """decode_events with the native reader switched off: the Python path, before the patch and after."""
+    """decode_events with the native reader switched off: the Python path alone."""
     with monkeypatch.context() as m:
         m.setattr(glue, "native_module", lambda: None)
         return C.decode_events(raw, path)
@@ -151,10 +126,8 @@ def python_path(raw: list, path, monkeypatch) -> C.RawColumns:
 def test_recorded_trace_same_columns(path, monkeypatch):
     raw = raw_events(path)
     expected = python_path(raw, path, monkeypatch)
-    got, chunks, fallbacks = decode_mixed(raw)
+    got, chunks, fallbacks = decode_counting(raw, path, monkeypatch)
     assert_same(got, expected)
-    if COLUMNS_USE_NATIVE:
-        assert_same(C.decode_events(raw, path), expected)
     TALLY["chunks"] += chunks
     TALLY["fallbacks"] += fallbacks
     TALLY["traces"] += 1
@@ -168,14 +141,6 @@ def test_recorded_traces_answered_natively():
     print(f"\nnative chunk reader: {TALLY['traces']} traces, {TALLY['chunks']} chunks, "
           f"{TALLY['fallbacks']} fell back to the Python path")
     assert TALLY["fallbacks"] <= TALLY["chunks"] // 20
-
-
-def test_python_replica_is_decode_events(monkeypatch):
-    """The Python path as this file replays it chunk by chunk is decode_events' own (so that the mixed
-    decode above falls back to the real thing)."""
-    for path in TRACES[:3] + TRACES[-3:]:
-        raw = raw_events(path)
-        assert_same(decode_mixed(raw, use_native=False)[0], python_path(raw, path, monkeypatch))
 
 
 # -- targeted cases ----------------------------------------------------------------------------------------
@@ -440,7 +405,7 @@ def _sample_chunk() -> bytes:
     for path in TRACES:
         raw = raw_events(path)
         if len(raw) > 50:
-            return next(joined_chunks(raw[:200]))[0]
+            return b"[" + b",".join(bytes(r) for r in raw[:200]) + b"]"
     return b"[" + b",".join([KERNEL] * 50) + b"]"
 
 

@@ -9,6 +9,8 @@ here key their caches on exactly that.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 
@@ -27,7 +29,8 @@ _PASS_CONSTEXPRS = _version(triton.__version__) >= (3, 3)
 # Programmatic dependent launch (Hopper on): a kernel launched with it may start while the kernel before it
 # in the stream still runs, and waits (gdc_wait, griddepcontrol.wait) for that kernel's results only where it
 # first needs them; the kernel before it says when it may start (gdc_launch_dependents). Triton 3.3+ has both
-# and the `launch_pdl` option; where it does not, no-ops stand in and nothing is launched with PDL.
+# and the `launch_pdl` option; where it does not, nothing is launched with PDL (and the stand-ins below,
+# never reached, refuse to compile).
 try:
     from triton.backends.nvidia.compiler import CUDAOptions
     from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
@@ -56,14 +59,9 @@ def pdl_enabled(device_index: int) -> bool:
     return USE_PDL and _PDL_IN_TRITON and _capability(device_index) >= (9, 0)
 
 
+@functools.cache
 def _capability(device_index: int) -> tuple[int, int]:
-    found = _CAPABILITY.get(device_index)
-    if found is None:
-        found = _CAPABILITY[device_index] = torch.cuda.get_device_capability(device_index)
-    return found
-
-
-_CAPABILITY: dict[int, tuple[int, int]] = {}
+    return torch.cuda.get_device_capability(device_index)
 
 # The raw stream handle, as the Triton JIT itself reads it (a C call, no torch.cuda.Stream object).
 current_stream = torch._C._cuda_getCurrentRawStream

@@ -221,50 +221,23 @@ def kernel_rows(table: EventTable) -> tuple[list[KernelRow], tuple[int, int, flo
     device = np.flatnonzero(is_kind(f, *DEVICE_KINDS))
     if not len(device):
         return [], (0, 0, 0.0)
-    # Per kernel name, in order of first launch: category (the first), count, total and longest duration,
-    # summed as pandas' groupby summed them (ties in the order below come out as they did).
+    # Per kernel name, in order of first launch: category (the first), count, total and longest duration (a
+    # duration is never NaN: an unusable one is 0). Longest total first; ties in order of first launch.
     ids, kernel_names = factorize(f["short_name"][device])
     dur = f["dur"][device]
     count = np.bincount(ids)
     first = np.unique(ids, return_index=True)[1]
     category = f["category"][device][first]
-    if bool((ids[1:] >= ids[:-1]).all()) and not np.isnan(dur).any():   # pandas: ufunc.reduceat
-        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-        total, longest = np.add.reduceat(dur, starts), np.maximum.reduceat(dur, starts)
-    else:   # pandas: Kahan summation, group by group
-        total, longest = _group_sums(ids, dur, len(kernel_names))
-    order = _descending(total)
+    # Summed exactly (then rounded once): the same total whatever the order of the launches.
+    by_kernel = np.split(dur[np.argsort(ids, kind="stable")], np.cumsum(count)[:-1])
+    total = np.array([math.fsum(d.tolist()) for d in by_kernel], dtype=np.float64)
+    longest = np.full(len(kernel_names), -np.inf)
+    np.maximum.at(longest, ids, dur)
+    order = np.lexsort((np.arange(len(total)), -total))
     rows = [KernelRow(str(kernel_names[g]), str(category[g]), int(count[g]), float(total[g]),
                       float(total[g]) / int(count[g]), float(longest[g])) for g in order[:MAX_KERNEL_ROWS].tolist()]
     rest = order[MAX_KERNEL_ROWS:]
     return rows, (len(rest), int(count[rest].sum()), float(total[rest].sum()))
-
-
-def _group_sums(ids: np.ndarray, values: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per group: the Kahan sum and the maximum of `values`, NaN skipped (pandas' group_sum, group_max)."""
-    total, compensation = [0.0] * groups, [0.0] * groups
-    longest = [-math.inf] * groups
-    for g, value in zip(ids.tolist(), values.tolist()):
-        if value != value:
-            continue
-        y = value - compensation[g]
-        t = total[g] + y
-        compensation[g] = t - total[g] - y
-        if not math.isfinite(compensation[g]):
-            compensation[g] = 0.0
-        total[g] = t
-        if value > longest[g]:
-            longest[g] = value
-    return np.array(total, dtype=np.float64), np.array(longest, dtype=np.float64)
-
-
-def _descending(values: np.ndarray) -> np.ndarray:
-    """The order pandas' sort_values(ascending=False) gives (its quicksort, run on the reversed values;
-    NaN last)."""
-    nan = np.isnan(values)
-    idx = np.arange(len(values))[~nan][::-1]
-    order = idx[values[~nan][::-1].argsort(kind="quicksort")][::-1]
-    return np.concatenate([order, np.flatnonzero(nan)])
 
 
 def scope_rows(table: EventTable, index: ScopeIndex, findings: list[Finding]) -> list[ScopeRow]:

@@ -950,18 +950,25 @@ static int read_arg(Ctx *x, Event *e, int id)
     }
 }
 
-static int parse_args(Ctx *x, Event *e)
+/* The members of the object at the cursor (which is at its '{'): for each, the key (an escaped key or any
+ * syntax outside strict JSON is FALLBACK) and then `member`, which reads the value. Its non-OK result ends
+ * the walk and is returned. */
+typedef int (*MemberFn)(Ctx *x, Event *e, const Value *key);
+
+static int walk_object(Ctx *x, Event *e, MemberFn member)
 {
     Cursor *c = &x->c;
     Value key;
-    c->p++;   /* '{' */
+    int rc;
+    if (c->p >= c->end || *c->p != '{')
+        return FALLBACK;
+    c->p++;
     skip_ws(c);
     if (c->p < c->end && *c->p == '}') {
         c->p++;
         return OK;
     }
     for (;;) {
-        int id;
         if (c->p >= c->end || *c->p != '"' || scan_string(c, &key) != OK || key.esc)
             return FALLBACK;
         skip_ws(c);
@@ -969,18 +976,8 @@ static int parse_args(Ctx *x, Event *e)
             return FALLBACK;
         c->p++;
         skip_ws(c);
-        id = arg_key(key.s, key.len);
-        if (id >= 0) {
-            if (e->arg_seen & (1u << id))
-                return FALLBACK;
-            e->arg_seen |= 1u << id;
-            if (read_arg(x, e, id) != OK)
-                return FALLBACK;
-        } else {
-            Value skipped;
-            if (read_value(c, &skipped) != OK)
-                return FALLBACK;
-        }
+        if ((rc = member(x, e, &key)) != OK)
+            return rc;
         skip_ws(c);
         if (c->p >= c->end)
             return FALLBACK;
@@ -997,83 +994,58 @@ static int parse_args(Ctx *x, Event *e)
     }
 }
 
-static int parse_event(Ctx *x, Event *e)
+static int skip_member(Ctx *x)
+{
+    Value skipped;
+    return read_value(&x->c, &skipped) == OK ? OK : FALLBACK;
+}
+
+static int args_member(Ctx *x, Event *e, const Value *key)
+{
+    int id = arg_key(key->s, key->len);
+    if (id < 0)
+        return skip_member(x);
+    if (e->arg_seen & (1u << id))
+        return FALLBACK;
+    e->arg_seen |= 1u << id;
+    return read_arg(x, e, id) == OK ? OK : FALLBACK;
+}
+
+static int event_member(Ctx *x, Event *e, const Value *key)
 {
     Cursor *c = &x->c;
-    Value key;
-    int rc;
+    int id = event_key(key->s, key->len);
+    Value *v;
+    if (id < 0)
+        return skip_member(x);
+    v = &e->f[id];
+    if (e->seen & (1u << id))
+        return FALLBACK;
+    e->seen |= 1u << id;
+    if (id == K_ARGS && c->p < c->end && *c->p == '{') {
+        v->kind = V_OBJECT;
+        return walk_object(x, e, args_member) == OK ? OK : FALLBACK;
+    }
+    if (read_value(c, v) != OK)
+        return FALLBACK;
+    switch (id) {
+    case K_PH: case K_CAT: case K_NAME:
+        return v->kind == V_STR || v->kind == V_NULL ? OK : FALLBACK;
+    case K_PID: case K_TID:
+        return v->kind == V_STR || v->kind == V_NULL || (v->kind == V_INT && !v->big) ? OK : FALLBACK;
+    case K_TS:
+        return check_time(x, v, &e->ts);
+    case K_DUR:
+        return check_time(x, v, &e->dur);
+    default:   /* K_ARGS, not an object */
+        return v->kind == V_NULL ? OK : FALLBACK;
+    }
+}
+
+static int parse_event(Ctx *x, Event *e)
+{
     e->seen = e->arg_seen = 0;
-    if (c->p >= c->end || *c->p != '{')
-        return FALLBACK;
-    c->p++;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == '}') {
-        c->p++;
-        return OK;
-    }
-    for (;;) {
-        int id;
-        if (c->p >= c->end || *c->p != '"' || scan_string(c, &key) != OK || key.esc)
-            return FALLBACK;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':')
-            return FALLBACK;
-        c->p++;
-        skip_ws(c);
-        id = event_key(key.s, key.len);
-        if (id < 0) {
-            Value skipped;
-            if (read_value(c, &skipped) != OK)
-                return FALLBACK;
-        } else {
-            Value *v = &e->f[id];
-            if (e->seen & (1u << id))
-                return FALLBACK;
-            e->seen |= 1u << id;
-            if (id == K_ARGS && c->p < c->end && *c->p == '{') {
-                v->kind = V_OBJECT;
-                if (parse_args(x, e) != OK)
-                    return FALLBACK;
-            } else {
-                if (read_value(c, v) != OK)
-                    return FALLBACK;
-                switch (id) {
-                case K_PH: case K_CAT: case K_NAME:
-                    if (v->kind != V_STR && v->kind != V_NULL)
-                        return FALLBACK;
-                    break;
-                case K_PID: case K_TID:
-                    if (v->kind != V_STR && v->kind != V_NULL && !(v->kind == V_INT && !v->big))
-                        return FALLBACK;
-                    break;
-                case K_TS:
-                    if ((rc = check_time(x, v, &e->ts)) != OK)
-                        return rc;
-                    break;
-                case K_DUR:
-                    if ((rc = check_time(x, v, &e->dur)) != OK)
-                        return rc;
-                    break;
-                default:   /* K_ARGS, not an object */
-                    if (v->kind != V_NULL)
-                        return FALLBACK;
-                }
-            }
-        }
-        skip_ws(c);
-        if (c->p >= c->end)
-            return FALLBACK;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            return OK;
-        }
-        return FALLBACK;
-    }
+    return walk_object(x, e, event_member);
 }
 
 /* The decoded bytes of a string value: a view of the buffer, or the scratch buffer (then *copy = 1). */

@@ -219,14 +219,7 @@ def decode_events(raw_events: list, path, events_at: str = "$.traceEvents") -> R
     arg_rows: list[np.ndarray] = []
     arg_lengths: list[np.ndarray] = []
     blobs: list[bytes] = []
-    for start in range(0, len(raw_events), CHUNK_EVENTS):
-        part = raw_events[start:start + CHUNK_EVENTS]
-        # "[e0,e1,...]" in one copy: the brackets go onto the first and last event (small copies).
-        part[0] = b"[" + part[0]
-        part[-1] = bytes(part[-1]) + b"]"
-        joined = b",".join(part)
-        count = len(part)
-        del part
+    for start, joined, count in joined_chunks(raw_events):
         # The native reader (kernlint.trace.native_chunk) where it is built and the chunk is plain: exact
         # where it answers; None sends the chunk through msgspec and _add_chunk, with every damage rule.
         chunk = add_chunk_native(out, joined, count)
@@ -247,6 +240,17 @@ def decode_events(raw_events: list, path, events_at: str = "$.traceEvents") -> R
         table[:, 4] = offsets[4::4]
         out.op_args = OpArgsStore(rows=np.concatenate(arg_rows), offsets=table, blob=b"".join(blobs))
     return out
+
+
+def joined_chunks(raw_events: list):
+    """(index of the chunk's first event, its events as one JSON array, their number), CHUNK_EVENTS events at
+    a time."""
+    for start in range(0, len(raw_events), CHUNK_EVENTS):
+        part = raw_events[start:start + CHUNK_EVENTS]
+        # "[e0,e1,...]" in one copy: the brackets go onto the first and last event (small copies).
+        part[0] = b"[" + part[0]
+        part[-1] = bytes(part[-1]) + b"]"
+        yield start, b",".join(part), len(part)
 
 
 def python_chunk(out: RawColumns, joined: bytes, count: int, path="<chunk>", events_at: str = "$.traceEvents",

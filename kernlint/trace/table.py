@@ -192,9 +192,7 @@ class EventTable:
         return found[1]
 
     def _count_kind(self, kinds) -> bool:
-        codes, values = self.kind_codes()
-        wanted = [i for i, k in enumerate(values.tolist()) if k in kinds]
-        return bool(kind_mask(codes, wanted, len(values)).any())
+        return bool(is_kind(self.columns, *kinds).any())
 
     def of_kind(self, *kinds: str) -> pd.DataFrame:
         frame = self.frame
