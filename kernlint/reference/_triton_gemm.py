@@ -56,9 +56,8 @@ def fp8_block_scaled_gemm_kernel(
     ``arrivals_ptr``, which it leaves at 0 again) adds the partials in split order, so the result does not
     depend on which split came last. With WAIT_PRIOR (launched with programmatic dependent launch) it starts
     while the kernel before it (the quantization) still runs, and waits for that kernel's results before its
-    first memory access."""
-    if WAIT_PRIOR:
-        gdc_wait()
+    first memory access. (Asking L2 for the weight before the wait, which does not depend on that kernel,
+    made the layer 1.2-1.3x slower on the H200: bench/results/h200-small-m.txt.)"""
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     k_blocks = tl.cdiv(K, BLOCK_K)
     kb_start = 0
@@ -67,6 +66,8 @@ def fp8_block_scaled_gemm_kernel(
         per_split = tl.cdiv(k_blocks, SPLIT_K)
         kb_start = tl.program_id(1) * per_split
         kb_end = tl.minimum(kb_start + per_split, k_blocks)
+    if WAIT_PRIOR:
+        gdc_wait()
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -123,12 +124,14 @@ GemmConfig = tuple[int, int, int, int, int]
 
 # Small M (decode): the weight stream is the whole cost, so the grid is sized to keep enough weight bytes in
 # flight on every SM: thin tiles, and K split until there are about PROGRAMS_PER_SM programs per SM (fewer
-# for 64-row tiles, whose programs each hold 4x the A tile and accumulator). From the sweep of
-# bench/bench_small_m_gemm.py on the H200 (cold weights, the issue's six decode shapes, M = 16 and 64).
+# for 64-row tiles, whose programs each hold 4x the A tile and accumulator), and into splits of at most
+# MAX_K_BLOCKS_PER_SPLIT. From the sweep of bench/bench_small_m_gemm.py on the H200 (cold weights, the
+# issue's six decode shapes, M = 1, 16 and 64): this picks the sweep's best split on all 18.
 SMALL_M_BLOCK_N = 64
 SMALL_M_STAGES = 3
-PROGRAMS_PER_SM = {16: 4, 32: 4, 64: 2}
+PROGRAMS_PER_SM = {16: 4, 32: 4, 64: 1}
 MIN_K_BLOCKS_PER_SPLIT = 4   # shorter splits pay the partial tile's round trip for too little weight
+MAX_K_BLOCKS_PER_SPLIT = 16  # longer ones leave a 64-row tile's long K to too few programs
 
 
 def gemm_config(m: int, n: int, k: int, device_index: int) -> GemmConfig:
@@ -138,7 +141,8 @@ def gemm_config(m: int, n: int, k: int, device_index: int) -> GemmConfig:
     block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
     tiles = triton.cdiv(n, SMALL_M_BLOCK_N) * triton.cdiv(m, block_m)
     k_blocks = triton.cdiv(k, 128)
-    split = min(max(PROGRAMS_PER_SM[block_m] * _sm_count(device_index) // tiles, 1),
+    split = min(max(PROGRAMS_PER_SM[block_m] * _sm_count(device_index) // tiles,
+                    triton.cdiv(k_blocks, MAX_K_BLOCKS_PER_SPLIT), 1),
                 max(k_blocks // MIN_K_BLOCKS_PER_SPLIT, 1))
     split = triton.cdiv(k_blocks, triton.cdiv(k_blocks, split))   # no split left without K to sum
     return block_m, SMALL_M_BLOCK_N, 4, SMALL_M_STAGES, split
