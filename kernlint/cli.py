@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import io
 import json
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -105,17 +106,27 @@ def _emit(rendered: object, output: Path | None) -> None:
         else:
             click.echo(rendered, nl=False)
         return
-    from rich.console import Console
+    from kernlint.report.styled import Lines
 
-    if not output and sys.stdout.isatty():
-        Console(highlight=False, soft_wrap=True, emoji=False).print(rendered)
-        return
-    # A pipe, a file or a CI log gets the width the report needs, so no name in a table is cut or folded
-    # (`kernlint rules | cat`); without the padding that a table's last column gets at that width.
-    buffer = io.StringIO()
-    Console(file=buffer, width=_full_width(rendered), color_system=None, highlight=False, soft_wrap=True,
-            emoji=False).print(rendered)
-    text = "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))
+    terminal = not output and sys.stdout.isatty()
+    # Lines alone (the text report of a check) are their plain text off a terminal: the characters rich
+    # writes there, without importing it.
+    written = rendered.plain_text() if isinstance(rendered, Lines) and not terminal else None
+    if written is None:
+        from rich.console import Console
+
+        if isinstance(rendered, Lines):
+            rendered = rendered.__rich__()
+        if terminal:
+            Console(highlight=False, soft_wrap=True, emoji=False).print(rendered)
+            return
+        # A pipe, a file or a CI log gets the width the report needs, so no name in a table is cut or folded
+        # (`kernlint rules | cat`); without the padding that a table's last column gets at that width.
+        buffer = io.StringIO()
+        Console(file=buffer, width=_full_width(rendered), color_system=None, highlight=False, soft_wrap=True,
+                emoji=False).print(rendered)
+        written = buffer.getvalue()
+    text = "\n".join(line.rstrip() for line in written.split("\n"))
     if output:
         _write_atomically(output, text)
     else:
@@ -618,7 +629,31 @@ def _suppressed(reports, rules, options: CheckOptions, config: Config):
 def check(traces, **params):
     """Check torch.profiler traces (files, .json.gz, or TensorBoard log folders) against the rules."""
     options = CheckOptions.from_params(params)
-    _guarded(_run_check, options.debug, traces, options)
+
+    def body() -> int:
+        _numpy_without_blas_threads()
+        return _run_check(traces, options)
+
+    _guarded(body, options.debug)
+
+
+# The variables OpenBLAS reads its number of threads from, in its order.
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def _numpy_without_blas_threads() -> None:
+    """Import numpy (the check's first import of it) with OpenBLAS on one thread. OpenBLAS starts a thread per
+    core when it loads, and they spin a while: a tenth of a second of CPU that a check, which does no linear
+    algebra, never uses, and that a small check waits for on a busy machine. Only where the user set no
+    thread count, and the environment is back as it was at once: what this process starts later (--jobs
+    workers, a Dask cluster) and scipy (a baseline's timing tests) read the user's own."""
+    if "numpy" in sys.modules or any(name in os.environ for name in _BLAS_THREADS):
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 @main.command(cls=_ConfiguredCommand)

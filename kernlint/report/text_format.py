@@ -2,20 +2,23 @@
 per-rule verdict table for each trace; with -q only findings and what could not be checked.
 
 Every string that comes from a trace or a path goes through `printable` (kernlint.report.safe), and into a
-rich `Text`, never a markup string: a kernel name cannot move the cursor, retitle the terminal, forge a line
-of this output, or be read as rich markup.
+`Line` (kernlint.report.styled: a rich `Text` where rich shows it), never a markup string: a kernel name
+cannot move the cursor, retitle the terminal, forge a line of this output, or be read as rich markup. The
+report is `Lines`, a rich renderable; the tables (-v, --statistics, the audit) are rich's, made where they
+are drawn, so a report of lines alone goes to a pipe or file without importing rich.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from kernlint.report import RenderContext
 from kernlint.report.safe import cost_text, format_bytes, format_duration_us, is_missing, printable
+from kernlint.report.styled import Line, Lines
 from kernlint.rules.result import STATUS_INCOMPLETE, CheckResult, clean_finding, sorted_findings
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _STATUS_STYLE = {"failed": "bold red", "passed": "green", "not-applicable": "dim", "incomplete": "bold magenta"}
@@ -25,19 +28,26 @@ _LISTED = 5   # incomplete verdicts named in the summary line before "and N more
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 
 
-def _t(value: object, style: str = "") -> Text:
+def _t(value: object, style: str = "") -> Line:
+    return Line(printable(value), style=style)
+
+
+def _rich_t(value: object, style: str = ""):
+    """A table cell: `_t` as the rich Text that rich.table takes."""
+    from rich.text import Text
+
     return Text(printable(value), style=style)
 
 
-def _finding_lines(f, report) -> list[Text]:
+def _finding_lines(f, report) -> list[Line]:
     f = clean_finding(f)
-    line = Text("  ")
+    line = Line("  ")
     line.append(f"{printable(f.rule)} {printable(f.name)}", style=_SEVERITY_STYLE.get(f.severity, "bold"))
     if f.rank is not None and report.rank is None:
         line.append(f" (rank {printable(f.rank)})")
     line.append(f" [{printable(f.severity)}] ")
     line.append(printable(f.message))
-    detail = Text("      ", style="dim")
+    detail = Line("      ", style="dim")
     detail.append(f"scope: {printable(f.scope)} | event: {printable(f.event)} ({printable(f.event_kind)}, "
                   f"{printable(f.event_category) or '-'})")
     if f.launch_op:
@@ -110,13 +120,13 @@ def _gaps(result: CheckResult) -> list[str]:
     return gaps
 
 
-def _clean_line(result: CheckResult, verbosity: int) -> Text:
+def _clean_line(result: CheckResult, verbosity: int) -> Line:
     """The one line of a check without findings or gaps, ruff's "All checks passed!" habit:
     `kernlint: 1 trace, 4 rules: all passed` or `...: no findings (1 passed, 3 not applicable)`."""
     statuses = [result.rule_status(r.id) for r in result.rules]
     passed, not_applicable = statuses.count("passed"), statuses.count("not-applicable")
     counts = f"kernlint: {_plural(result.traces_checked, 'trace')}, {_plural(len(result.rules), 'rule')}: "
-    line = Text(counts)
+    line = Line(counts)
     if passed == len(statuses):
         line.append("all passed", style="bold green")
     else:
@@ -139,7 +149,7 @@ def _suppressed_part(result: CheckResult) -> str:
     return f"{len(result.suppressed)} suppressed ({by})"
 
 
-def _summary(result: CheckResult, verbosity: int = NORMAL) -> Text:
+def _summary(result: CheckResult, verbosity: int = NORMAL) -> Line:
     line = _summary_line(result, verbosity)
     suppressed = _suppressed_part(result)
     if suppressed:
@@ -151,12 +161,12 @@ def _summary(result: CheckResult, verbosity: int = NORMAL) -> Text:
     return line
 
 
-def _summary_line(result: CheckResult, verbosity: int) -> Text:
+def _summary_line(result: CheckResult, verbosity: int) -> Line:
     n = len(result.findings)
     checked = f"{result.traces_checked} trace(s) with {len(result.rules)} rule(s)"
     gaps = _gaps(result)
     if n:
-        summary = Text.assemble("Found ", (f"{n} finding(s)", "bold red"), f" in {checked}")
+        summary = Line.assemble("Found ", (f"{n} finding(s)", "bold red"), f" in {checked}")
         problems, in_context = problem_count(result.findings), sum(1 for f in result.findings if f.context)
         if in_context or problems != n:
             summary.append(f": {_plural(problems, 'problem')} to act on"
@@ -167,18 +177,21 @@ def _summary_line(result: CheckResult, verbosity: int) -> Text:
         return summary
     if gaps:
         # Never a clean line when something was not fully checked.
-        return Text.assemble(("0 findings, but " + ", and ".join(gaps), _INCOMPLETE_STYLE),
+        return Line.assemble(("0 findings, but " + ", and ".join(gaps), _INCOMPLETE_STYLE),
                              f"; checked {checked}.")
     return _clean_line(result, verbosity)
 
 
 def _verdict_table(report) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1, 0, 2))
     for column in ("rule", "name", "verdict", "level", "checked", "findings"):
         table.add_column(column, no_wrap=True)
     for o in report.outcomes:
-        table.add_row(_t(o.rule), _t(o.name), _t(o.status, _STATUS_STYLE.get(o.status, "bold")),
-                      _t(o.level or "-"), Text(str(o.instances)), Text(str(len(o.findings))))
+        table.add_row(_rich_t(o.rule), _rich_t(o.name), _rich_t(o.status, _STATUS_STYLE.get(o.status, "bold")),
+                      _rich_t(o.level or "-"), Text(str(o.instances)), Text(str(len(o.findings))))
     return table
 
 
@@ -197,12 +210,12 @@ def _trace_parts(report, verbosity: int) -> list:
         counted = f"  compared with the {report.events} events of the checked traces"
     else:
         counted = f"  {report.events} events, {device}"
-    parts: list = [Text.assemble((where, "bold"), counted)]
+    parts: list = [Line.assemble((where, "bold"), counted)]
     acted, in_context = ordered_findings(findings)
     for f, first in acted:
         lines = _finding_lines(f, report)
         if first is not None:   # the same event as the finding above: one problem
-            lines[0] = Text.assemble("  + ", (f"same problem as {printable(first.rule)}: ", "dim"),
+            lines[0] = Line.assemble("  + ", (f"same problem as {printable(first.rule)}: ", "dim"),
                                      lines[0][2:])
         parts.extend(lines)
     if in_context and verbose:
@@ -233,11 +246,11 @@ def _trace_parts(report, verbosity: int) -> list:
         if report.outside_window and report.ranks is None:
             outside = "; ".join(f"{printable(n)} {printable(what)}" for what, n in report.outside_window.items())
             parts.append(_t(f"  outside the window: {outside}", "dim"))
-    parts.append(Text(""))
+    parts.append(Line(""))
     return parts
 
 
-def render(result: CheckResult, ctx: RenderContext | None = None) -> Group:
+def render(result: CheckResult, ctx: RenderContext | None = None) -> Lines:
     """The text report. `verbosity`: QUIET (-q) shows findings and what could not be checked, nothing for a
     clean check; NORMAL shows findings and a summary line, one line for a clean check; VERBOSE (-v) adds
     every trace's per-rule verdict table, reasons, notes and the files skipped."""
@@ -249,12 +262,12 @@ def render(result: CheckResult, ctx: RenderContext | None = None) -> Group:
     not_traces = [s for s in result.skipped if s not in unreadable]
     if result.unreadable:   # always shown: they make the exit code 4
         one = len(result.unreadable) == 1
-        parts.append(Text(f"Could not read {len(result.unreadable)} entr{'y' if one else 'ies'}; what "
+        parts.append(Line(f"Could not read {len(result.unreadable)} entr{'y' if one else 'ies'}; what "
                           f"{'it holds' if one else 'they hold'} was not checked:", style=_INCOMPLETE_STYLE))
         for path, why in result.unreadable:
             parts.append(_t(f"  {printable(path)}: {printable(why)}", _INCOMPLETE_STYLE))
     if verbosity >= VERBOSE and result.suppressed:
-        parts.append(Text(f"Suppressed {len(result.suppressed)} finding(s):", style="dim"))
+        parts.append(Line(f"Suppressed {len(result.suppressed)} finding(s):", style="dim"))
         for s in result.suppressed:
             f = s.finding
             why = f" ({printable(s.reason)})" if s.reason else ""
@@ -262,20 +275,20 @@ def render(result: CheckResult, ctx: RenderContext | None = None) -> Group:
                             f"{s.how}{why}", "dim"))
     if verbosity >= VERBOSE:
         if not_traces:
-            parts.append(Text(f"Skipped {len(not_traces)} file(s) that are not kineto traces:", style="yellow"))
+            parts.append(Line(f"Skipped {len(not_traces)} file(s) that are not kineto traces:", style="yellow"))
             for path, why in not_traces:
                 parts.append(_t(f"  {printable(path)}: {printable(why)}", "yellow"))
         if result.ignored_files:
-            parts.append(Text(f"Ignored {result.ignored_files} file(s) without a .json / .json.gz suffix.",
+            parts.append(Line(f"Ignored {result.ignored_files} file(s) without a .json / .json.gz suffix.",
                               style="dim"))
     if verbosity > QUIET or _gaps(result):
         parts.append(_summary(result, verbosity))
     if verbosity > QUIET:
         for note in result.notes:
             parts.append(_t(note, "dim"))
-    while parts and isinstance(parts[-1], Text) and not parts[-1].plain:   # -q: no blank line to end on
+    while parts and isinstance(parts[-1], Line) and not parts[-1].plain:   # -q: no blank line to end on
         parts.pop()
-    return Group(*parts)
+    return Lines(*parts)
 
 
 # -- --statistics ----------------------------------------------------------------------------------------
@@ -313,31 +326,37 @@ def rule_statistics(result: CheckResult) -> list[RuleStatistic]:
 
 
 
-def render_statistics(result: CheckResult, ctx: RenderContext | None = None) -> Group:
+def render_statistics(result: CheckResult, ctx: RenderContext | None = None) -> Lines:
     """`--statistics`: a row per rule with findings (count, rule, name, device time, bytes), then the
     summary line; what could not be checked is always named."""
     verbosity = ctx.verbosity if ctx else NORMAL
     parts: list = []
     stats = rule_statistics(result)
     if stats:
+        from rich.table import Table
+        from rich.text import Text
+
         table = Table(box=None, show_header=True, header_style="bold", padding=(0, 1, 0, 0))
         for column, justify in (("count", "right"), ("rule", "left"), ("name", "left"),
                                 ("device time", "right"), ("bytes", "right")):
             table.add_column(column, justify=justify, no_wrap=True)
         for s in stats:
-            table.add_row(Text(str(s.count)), _t(s.rule), _t(s.name), Text(format_duration_us(s.device_us)),
+            table.add_row(Text(str(s.count)), _rich_t(s.rule), _rich_t(s.name), Text(format_duration_us(s.device_us)),
                           Text(format_bytes(s.bytes)))
         parts.append(table)
     if verbosity > QUIET or _gaps(result):
         parts.append(_summary(result, verbosity))
-    return Group(*parts)
+    return Lines(*parts)
 
 
-def render_audit(run, ctx: RenderContext | None = None) -> Group:
+def render_audit(run, ctx: RenderContext | None = None) -> Lines:
     """`kernlint audit`: one row per workload, its expected and actual verdicts, then the findings."""
+    from rich.table import Table
+    from rich.text import Text
+
     meta = run.metadata
     gpu = (meta.get("gpu") or {}).get("name")
-    header = Text.assemble(("kernlint audit", "bold"),
+    header = Line.assemble(("kernlint audit", "bold"),
                            printable(f"  device {run.device}" + (f" ({gpu})" if gpu else "")),
                            printable(f", torch {meta.get('torch')}"),
                            f", {len(run.verdicts)} workload(s) in {run.seconds:.1f} s")
@@ -348,9 +367,9 @@ def render_audit(run, ctx: RenderContext | None = None) -> Group:
         expected = ", ".join(f"{r} {s}" for r, s in v.workload.expect.items())
         actual = ", ".join(f"{r} {outcomes[r].status}" for r in v.workload.expect if r in outcomes)
         n = len(v.report.findings) if v.report else 0
-        table.add_row(_t(v.workload.name), Text("regressed" if v.workload.regressed else "fixed"), Text(str(v.ranks)),
-                      _t(expected), _t(actual or "-", "green" if v.ok else "bold red"), Text(str(n)),
-                      Text(f"{v.seconds:.1f}"))
+        table.add_row(_rich_t(v.workload.name), Text("regressed" if v.workload.regressed else "fixed"),
+                      Text(str(v.ranks)), _rich_t(expected), _rich_t(actual or "-", "green" if v.ok else "bold red"),
+                      Text(str(n)), Text(f"{v.seconds:.1f}"))
     parts: list = [header, table]
     for name, why in getattr(run, "not_run", []):
         parts.append(_t(f"  not run on {printable(run.device)}: {printable(name)} ({printable(why)})", "yellow"))
@@ -368,7 +387,7 @@ def render_audit(run, ctx: RenderContext | None = None) -> Group:
             parts.append(_t(f"  {name}: ... {len(findings) - 4} more", "dim"))
     if run.baseline_report is not None:
         report = run.baseline_report
-        parts.append(Text(""))
+        parts.append(Line(""))
         parts.append(_t("  " + ", ".join(f"{o.rule} {o.status}" for o in report.outcomes),
                         "bold red" if run.baseline_failed else "green"))
         parts.extend(_trace_parts(report, NORMAL))
@@ -377,22 +396,25 @@ def render_audit(run, ctx: RenderContext | None = None) -> Group:
     ok = sum(v.ok for v in run.verdicts)
     against = "" if run.baseline_report is None else (
         "; the baseline: " + ("changed" if run.baseline_failed else "no regression"))
-    parts.append(Text(f"{ok}/{len(run.verdicts)} workloads as expected{against}",
+    parts.append(Line(f"{ok}/{len(run.verdicts)} workloads as expected{against}",
                       style="bold green" if run.all_as_expected else "bold red"))
-    return Group(*parts)
+    return Lines(*parts)
 
 
-def render_replay(result, ctx: RenderContext | None = None) -> Group:
+def render_replay(result, ctx: RenderContext | None = None) -> Lines:
     """`kernlint audit --replay`: the recorded fixture traces against their expected verdicts."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table("rule", "case", "expected", "verdict", "findings", "detail", box=None, header_style="bold")
     for r in result.results:
         o = r.outcome
         findings = sorted_findings(o.findings) if o else []
         detail = "; ".join(r.problems) if r.problems else (
             findings[0].message if findings else (o.reason or "") if o else "")
-        table.add_row(_t(r.case.rule), _t(r.case.spec.name), _t(r.case.spec.expect),
-                      _t(o.status if o else "error", "green" if r.ok else "bold red"),
-                      Text(str(len(o.findings)) if o else "-"), _t(detail))
+        table.add_row(_rich_t(r.case.rule), _rich_t(r.case.spec.name), _rich_t(r.case.spec.expect),
+                      _rich_t(o.status if o else "error", "green" if r.ok else "bold red"),
+                      Text(str(len(o.findings)) if o else "-"), _rich_t(detail))
     ok = sum(r.ok for r in result.results)
-    return Group(table, Text(f"{ok}/{len(result.results)} verdicts as expected",
+    return Lines(table, Line(f"{ok}/{len(result.results)} verdicts as expected",
                              style="bold green" if result.all_as_expected else "bold red"))

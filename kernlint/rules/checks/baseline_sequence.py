@@ -2,7 +2,6 @@
 the candidate added to, or removed from, the baseline's launch sequence, found by sequence alignment."""
 from __future__ import annotations
 
-from statistics import median
 from typing import Literal
 
 import msgspec
@@ -21,6 +20,8 @@ class BaselineSequence(CheckSpec, tag="baseline-sequence"):
 
 
 def run_baseline(rule, comparison) -> RuleOutcome:
+    import statistics  # here: only a baseline comparison needs it (start-up)
+
     check = rule.spec.check
     findings = []
     for program in comparison.programs:
@@ -29,7 +30,7 @@ def run_baseline(rule, comparison) -> RuleOutcome:
             if change.change != check.change or launch.kind not in check.launches:
                 continue
             what = f"{launch.name} ({launch.category}" + (f", launched by {launch.op}" if launch.op else "") + ")"
-            cost = round(median(launch.us), 3) if launch.us else None
+            cost = round(statistics.median(launch.us), 3) if launch.us else None
             if check.change == "added":
                 message = f"{what} is new in {change.placed.where()}"
             else:

@@ -24,7 +24,6 @@ traces were read.
 from __future__ import annotations
 
 import bisect
-import difflib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
@@ -220,6 +219,8 @@ def _extra_rows(ref: list, seq: list) -> dict[tuple, list[int]]:
             if seen[key] > limit[key]:
                 out[key].append(pos)
         return out
+    import difflib  # here: only a divergence needs it (start-up)
+
     for tag, _a1, _a2, b1, b2 in difflib.SequenceMatcher(None, ref, seq, autojunk=False).get_opcodes():
         if tag in ("insert", "replace"):
             for j in range(b1, b2):
