@@ -16,7 +16,7 @@ from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.rows import rows_matching
 from kernlint.trace.schema import raw_list
 from kernlint.trace.scopes import Scope
-from kernlint.trace.table import OP_ARGS_KEY
+from kernlint.trace.table import OP_ARGS_KEY, sorted_order
 
 
 @dataclass(frozen=True)
@@ -142,8 +142,8 @@ def ops_by_thread(index) -> dict[str, np.ndarray]:
     key = "kernlint.checks.ops_by_thread"
     found = index.table.derived.get(key)
     if found is None:
-        rows = np.flatnonzero((index.kind == "op") & np.isfinite(index.ts) & (index.parent_op < 0))
-        order = np.lexsort((-index.end[rows], index.ts[rows]))
+        rows = np.flatnonzero(index.is_kind("op") & np.isfinite(index.ts) & (index.parent_op < 0))
+        order = sorted_order(-index.end[rows], index.ts[rows])
         rows = rows[order]
         found = {}
         threads = index.thread[rows]
@@ -154,7 +154,7 @@ def ops_by_thread(index) -> dict[str, np.ndarray]:
 
 def evidence_problem(table, index) -> str | None:
     """Why the data flow of ops cannot be followed in this trace, or None."""
-    if not (index.kind == "op").any():
+    if not len(index.rows_of(("op",))):
         return "the trace has no ops (cpu_op events)"
     if table.meta.record_shapes is False:
         return "the trace has no input shapes (record with record_shapes=True)"

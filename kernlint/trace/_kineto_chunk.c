@@ -2,7 +2,8 @@
  * kernlint.trace._kineto_chunk: one chunk of kineto trace events (a JSON array of event objects, as
  * kernlint.trace.columns joins them) decoded straight into the columns kernlint keeps.
  *
- * decode_chunk(buf) -> tuple | None
+ * decode_chunk(buf) -> tuple | None; decode_events_at and skip_events read a trace's event array in place (a
+ * streamed trace, kernlint.trace.event_stream); nest_walk is the nesting walk of kernlint.trace.table.
  *
  * The answer is exact by construction where there is one: anything outside the plain case (a field of a
  * type the Python path would have to judge, a repeated key, an escaped key, a number that does not fit,
@@ -1342,6 +1343,59 @@ static int parse_chunk(Ctx *x)
     return OK;
 }
 
+/* Up to max_events elements of the trace's event array, from c->p (just after the array's '[' when
+ * `first`, else just after a ','). *status: EV_FULL (max_events read, c->p after the ',' that follows the
+ * last), EV_DONE (the array closed, c->p after its ']'). FALLBACK for anything else, a truncated buffer
+ * included: the caller tells those apart with skip_events. */
+enum { EV_FULL = 0, EV_DONE = 1 };
+
+static int parse_events_at(Ctx *x, Py_ssize_t max_events, int first, int *status)
+{
+    Cursor *c = &x->c;
+    Event e;
+    int rc, skipped, k;
+    Py_ssize_t count = 0;
+    skip_ws(c);
+    if (first && c->p < c->end && *c->p == ']') {
+        c->p++;
+        *status = EV_DONE;
+        return OK;
+    }
+    for (;;) {
+        if ((rc = parse_event(x, &e)) != OK)
+            return rc;
+        if ((rc = is_skipped(x, &e, &skipped)) != OK)
+            return rc;
+        if (skipped)
+            x->others++;
+        else if ((rc = keep_event(x, &e)) != OK)
+            return rc;
+        count++;
+        skip_ws(c);
+        if (c->p >= c->end)
+            return FALLBACK;
+        if (*c->p == ',') {
+            c->p++;
+            if (count == max_events) {
+                *status = EV_FULL;
+                break;
+            }
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == ']') {
+            c->p++;
+            *status = EV_DONE;
+            break;
+        }
+        return FALLBACK;
+    }
+    for (k = 0; k < 5; k++)
+        if (x->int_text[k] && x->int_big[k])
+            return FALLBACK;
+    return OK;
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 /* Results                                                                                           */
 
@@ -1503,8 +1557,267 @@ static PyObject *decode_chunk(PyObject *module, PyObject *arg)
     return result;
 }
 
+static void ctx_init(Ctx *x, cptr base, Py_ssize_t len, Py_ssize_t start)
+{
+    int k;
+    memset(x, 0, sizeof(*x));
+    for (k = 0; k < 5; k++)
+        x->last_int_code[k] = -1;
+    x->c.base = base;
+    x->c.p = base + start;
+    x->c.end = base + len;
+}
+
+PyDoc_STRVAR(decode_events_at_doc,
+"decode_events_at(buf, start, max_events, first) -> (status, next, columns) | None\n\n"
+"Up to max_events elements of a trace's event array, read in place from buf[start:] (start: just after the\n"
+"array's '[' when first, else just after a ','), as decode_chunk's tuple. status 0: max_events were read and\n"
+"next is just after the ',' that follows them; 1: the array ended and next is just after its ']'. None where\n"
+"anything is outside the plain case or buf ends first (skip_events tells which).");
+
+static PyObject *decode_events_at(PyObject *module, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t start, max_events;
+    int first, rc, status = EV_FULL;
+    Ctx x;
+    PyObject *columns, *result = NULL;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "y*nnp", &view, &start, &max_events, &first))
+        return NULL;
+    if (start < 0 || start > view.len || max_events < 1) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "start out of range or max_events < 1");
+        return NULL;
+    }
+    ctx_init(&x, (cptr)view.buf, view.len, start);
+    rc = parse_events_at(&x, max_events, first, &status);
+    if (rc == OK) {
+        columns = build_result(&x);
+        if (columns == Py_None) {
+            result = columns;
+        } else if (columns != NULL) {
+            result = Py_BuildValue("(inN)", status, (Py_ssize_t)(x.c.p - x.c.base), columns);
+        }
+    } else if (rc == NOMEM) {
+        PyErr_NoMemory();
+    } else {
+        result = Py_None;
+        Py_INCREF(result);
+    }
+    ctx_free(&x);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(skip_events_doc,
+"skip_events(buf, start, max_events, first) -> (status, next, count, stop) | None\n\n"
+"The extent of up to max_events elements of a trace's event array from buf[start:], as decode_events_at\n"
+"reads them, each validated as JSON but not decoded: count elements, the last ending at stop; status and\n"
+"next as decode_events_at gives them. None where the JSON is invalid or buf ends first.");
+
+static PyObject *skip_events(PyObject *module, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t start, max_events, count = 0, stop;
+    int first, status = EV_FULL;
+    Cursor c;
+    Value v;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "y*nnp", &view, &start, &max_events, &first))
+        return NULL;
+    if (start < 0 || start > view.len || max_events < 1) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "start out of range or max_events < 1");
+        return NULL;
+    }
+    c.base = (cptr)view.buf;
+    c.p = c.base + start;
+    c.end = c.base + view.len;
+    stop = start;
+    skip_ws(&c);
+    if (first && c.p < c.end && *c.p == ']') {
+        c.p++;
+        status = EV_DONE;
+        goto found;
+    }
+    for (;;) {
+        if (read_value(&c, &v) != OK)
+            goto none;
+        count++;
+        stop = (Py_ssize_t)(c.p - c.base);
+        skip_ws(&c);
+        if (c.p >= c.end)
+            goto none;
+        if (*c.p == ',') {
+            c.p++;
+            if (count == max_events)
+                break;
+            skip_ws(&c);
+            continue;
+        }
+        if (*c.p == ']') {
+            c.p++;
+            status = EV_DONE;
+            break;
+        }
+        goto none;
+    }
+found:
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(innn)", status, (Py_ssize_t)(c.p - c.base), count, stop);
+none:
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* The nesting walk (kernlint.trace.table._nest_thread_walk, the definition, event by event)          */
+
+typedef struct {
+    double *end;
+    int64_t *row;
+    size_t len, cap;
+} Stack;
+
+static int stack_push(Stack *s, double end, int64_t row)
+{
+    if (s->len == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        double *e = PyMem_RawRealloc(s->end, cap * sizeof(double));
+        int64_t *r;
+        if (e == NULL)
+            return NOMEM;
+        s->end = e;
+        r = PyMem_RawRealloc(s->row, cap * sizeof(int64_t));
+        if (r == NULL)
+            return NOMEM;
+        s->row = r;
+        s->cap = cap;
+    }
+    s->end[s->len] = end;
+    s->row[s->len] = row;
+    s->len++;
+    return OK;
+}
+
+#define MAX_KINDS 8
+
+static int get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t length, int writable)
+{
+    if (PyObject_GetBuffer(obj, view, writable ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS) != 0)
+        return -1;
+    if (view->itemsize != itemsize || (length >= 0 && view->len != length * itemsize)
+        || view->len % itemsize != 0) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "an array of the wrong item size or length");
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(nest_walk_doc,
+"nest_walk(part, ts, end, dur, flags, outs, top, op_kind) -> None\n\n"
+"The nesting of one thread's events by a stack per kind, event by event, written in place: part (int64 rows\n"
+"in order), ts, end, dur (float64 per row of the table), flags (a tuple of bool arrays per row, one per\n"
+"kind), outs (a tuple of int64 arrays per row, one per kind: the innermost open event of that kind), top\n"
+"(int64 per row: the outermost open event of kind op_kind; op_kind -1: none). As\n"
+"kernlint.trace.table._nest_thread_walk.");
+
+static PyObject *nest_walk(PyObject *module, PyObject *args)
+{
+    PyObject *part_o, *ts_o, *end_o, *dur_o, *flags_o, *outs_o, *top_o;
+    int op_kind;
+    Py_buffer part = {0}, ts = {0}, end = {0}, dur = {0}, top = {0};
+    Py_buffer flags[MAX_KINDS], outs[MAX_KINDS];
+    Stack stacks[MAX_KINDS];
+    Py_ssize_t nk = 0, got_flags = 0, got_outs = 0, n, m, i, k;
+    int rc = OK, failed = 1;
+    (void)module;
+    memset(stacks, 0, sizeof(stacks));
+    if (!PyArg_ParseTuple(args, "OOOOO!O!Oi", &part_o, &ts_o, &end_o, &dur_o, &PyTuple_Type, &flags_o,
+                          &PyTuple_Type, &outs_o, &top_o, &op_kind))
+        return NULL;
+    nk = PyTuple_GET_SIZE(flags_o);
+    if (nk > MAX_KINDS || PyTuple_GET_SIZE(outs_o) != nk || op_kind >= nk) {
+        PyErr_SetString(PyExc_ValueError, "flags and outs: one per kind, at most 8");
+        return NULL;
+    }
+    if (get_array(part_o, &part, 8, -1, 0) != 0)
+        return NULL;
+    m = part.len / 8;
+    if (get_array(ts_o, &ts, 8, -1, 0) != 0)
+        goto done;
+    n = ts.len / 8;
+    if (get_array(end_o, &end, 8, n, 0) != 0)
+        goto done;
+    if (get_array(dur_o, &dur, 8, n, 0) != 0)
+        goto done;
+    if (get_array(top_o, &top, 8, n, 1) != 0)
+        goto done;
+    for (; got_flags < nk; got_flags++)
+        if (get_array(PyTuple_GET_ITEM(flags_o, got_flags), &flags[got_flags], 1, n, 0) != 0)
+            goto done;
+    for (; got_outs < nk; got_outs++)
+        if (get_array(PyTuple_GET_ITEM(outs_o, got_outs), &outs[got_outs], 8, n, 1) != 0)
+            goto done;
+    {
+        const int64_t *rows = part.buf;
+        const double *t_ = ts.buf, *e_ = end.buf, *d_ = dur.buf;
+        int64_t *top_ = top.buf;
+        for (i = 0; i < m; i++)
+            if (rows[i] < 0 || rows[i] >= n) {
+                PyErr_SetString(PyExc_ValueError, "a row out of range");
+                goto done;
+            }
+        for (i = 0; i < m; i++) {
+            int64_t row = rows[i];
+            double t = t_[row];
+            for (k = 0; k < nk; k++) {
+                Stack *s = &stacks[k];
+                while (s->len && t >= s->end[s->len - 1])
+                    s->len--;
+                if (s->len)
+                    ((int64_t *)outs[k].buf)[row] = s->row[s->len - 1];
+            }
+            if (op_kind >= 0 && stacks[op_kind].len)
+                top_[row] = stacks[op_kind].row[0];
+            if (d_[row] <= 0)
+                continue;
+            for (k = 0; k < nk; k++)
+                if (((const unsigned char *)flags[k].buf)[row] && (rc = stack_push(&stacks[k], e_[row], row)) != OK)
+                    break;
+            if (rc != OK) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+    }
+    failed = 0;
+done:
+    for (k = 0; k < MAX_KINDS; k++) {
+        PyMem_RawFree(stacks[k].end);
+        PyMem_RawFree(stacks[k].row);
+    }
+    for (k = 0; k < got_flags; k++)
+        PyBuffer_Release(&flags[k]);
+    for (k = 0; k < got_outs; k++)
+        PyBuffer_Release(&outs[k]);
+    if (part.obj) PyBuffer_Release(&part);
+    if (ts.obj) PyBuffer_Release(&ts);
+    if (end.obj) PyBuffer_Release(&end);
+    if (dur.obj) PyBuffer_Release(&dur);
+    if (top.obj) PyBuffer_Release(&top);
+    if (failed)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"nest_walk", nest_walk, METH_VARARGS, nest_walk_doc},
     {"decode_chunk", decode_chunk, METH_O, decode_chunk_doc},
+    {"decode_events_at", decode_events_at, METH_VARARGS, decode_events_at_doc},
+    {"skip_events", skip_events, METH_VARARGS, skip_events_doc},
     {NULL, NULL, 0, NULL},
 };
 

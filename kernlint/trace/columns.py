@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import operator
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -54,6 +54,9 @@ class TextCodes:
         self.values: list[str] = []
         self._codes = np.zeros(capacity, dtype=np.int32)
         self.bad = np.zeros(capacity, dtype=bool)   # the value was unusable (its text is a stand-in)
+
+    def grow(self, capacity: int) -> None:
+        self._codes, self.bad = _grown(self._codes, capacity), _grown(self.bad, capacity)
 
     def add(self, at: int, texts: list[str]) -> None:
         index = self._index
@@ -92,8 +95,14 @@ class IdValues:
     else (ids above 2**63, negative or fractional ids, text): kernlint.trace.table judges those exactly."""
 
     def __init__(self, capacity: int) -> None:
-        self._array = np.full(capacity, -1, dtype=np.int64)
+        # Every row below the table's length is written (-1 where absent); np.empty leaves the pages of a
+        # capacity larger than the trace untouched (a streamed trace's capacity is an estimate).
+        self._array = np.empty(capacity, dtype=np.int64)
         self._raw: list | None = None
+
+    def grow(self, capacity: int) -> None:
+        if self._raw is None:
+            self._array = _grown(self._array, capacity)
 
     @property
     def plain(self) -> bool:
@@ -134,13 +143,7 @@ class OpArgsStore:
     blob: bytes
 
     DIMS, TYPES, CONCRETE, STRIDES = range(4)
-    # Positions looked up in bulk ahead of many single lookups (row -> position).
-    known_positions: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
-
     def position(self, row: int) -> int:
-        known = self.known_positions.get(row)
-        if known is not None:
-            return known
         i = int(np.searchsorted(self.rows, row))
         return i if i < len(self.rows) and self.rows[i] == row else -1
 
@@ -179,6 +182,22 @@ class RawColumns:
         self.ints = {f: np.empty(capacity, dtype=np.int64) for f in self.INT_FIELDS}
         self.ids = {f: IdValues(capacity) for f in _ID_FIELDS}
         self.op_args: OpArgsStore | None = None
+        self.capacity = capacity
+
+    def reserve(self, rows: int) -> None:
+        """Room for `rows` more rows after `n`: every column grows by half at least (a streamed trace's
+        event count is not known up front)."""
+        if self.n + rows <= self.capacity:
+            return
+        capacity = max(self.n + rows, self.capacity + self.capacity // 2)
+        for name in ("complete", "ts", "dur", "bad_ts", "bad_dur"):
+            setattr(self, name, _grown(getattr(self, name), capacity))
+        for codes in (self.name, self.cat, self.pid, self.tid, self.launch_kernel):
+            codes.grow(capacity)
+        self.ints = {f: _grown(a, capacity) for f, a in self.ints.items()}
+        for ids in self.ids.values():
+            ids.grow(capacity)
+        self.capacity = capacity
 
     def text(self, which: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """(column of shared strings, unusable mask, codes, distinct strings)."""
@@ -207,6 +226,13 @@ class RawColumns:
         return _id_column(values)
 
 
+def _grown(values: np.ndarray, capacity: int) -> np.ndarray:
+    """`values` at the start of a zeroed array of `capacity` rows (pages past the copy stay untouched)."""
+    out = np.zeros(capacity, dtype=values.dtype)
+    out[:len(values)] = values
+    return out
+
+
 _get_name, _get_cat, _get_ts, _get_dur, _get_pid, _get_tid, _get_args, _get_ph = (
     operator.attrgetter(f) for f in ("name", "cat", "ts", "dur", "pid", "tid", "args", "ph"))
 _get_launch_kernel = operator.attrgetter("launch_kernel")
@@ -215,31 +241,48 @@ _get_launch_kernel = operator.attrgetter("launch_kernel")
 def decode_events(raw_events: list, path, events_at: str = "$.traceEvents") -> RawColumns:
     """Decode `raw_events` (msgspec.Raw, one per event) chunk by chunk into RawColumns. `events_at` says
     where the events are in the file, for error messages."""
-    out = RawColumns(len(raw_events))
-    arg_rows: list[np.ndarray] = []
-    arg_lengths: list[np.ndarray] = []
-    blobs: list[bytes] = []
+    assembly = ColumnAssembly(len(raw_events))
     for start, joined, count in joined_chunks(raw_events):
         # The native reader (kernlint.trace.native_chunk) where it is built and the chunk is plain: exact
         # where it answers; None sends the chunk through msgspec and _add_chunk, with every damage rule.
-        chunk = add_chunk_native(out, joined, count)
+        chunk = add_chunk_native(assembly.out, joined, count)
         if chunk is None:
-            chunk = python_chunk(out, joined, count, path, events_at, start)
+            chunk = python_chunk(assembly.out, joined, count, path, events_at, start)
         del joined
+        assembly.add(chunk)
+    return assembly.result()
+
+
+class ColumnAssembly:
+    """RawColumns filled chunk after chunk (`add` after each chunk is decoded into `out`), with the chunks'
+    shape arguments gathered into one OpArgsStore at the end."""
+
+    def __init__(self, capacity: int) -> None:
+        self.out = RawColumns(capacity)
+        self._arg_rows: list[np.ndarray] = []
+        self._arg_lengths: list[np.ndarray] = []
+        self._blobs: list[bytes] = []
+
+    def add(self, chunk: DecodedChunk) -> None:
         if chunk.arg_rows is not None:
-            arg_rows.append(chunk.arg_rows)
-            arg_lengths.append(chunk.arg_lengths)
-            blobs.append(chunk.arg_blob)
-        out.n += chunk.kept
-    if arg_rows:
-        lengths = np.concatenate(arg_lengths)
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        table = np.empty((len(lengths) // 4, 5), dtype=np.int64)
-        table[:, :4] = offsets[:-1].reshape(-1, 4)
-        table[:, 4] = offsets[4::4]
-        out.op_args = OpArgsStore(rows=np.concatenate(arg_rows), offsets=table, blob=b"".join(blobs))
-    return out
+            self._arg_rows.append(chunk.arg_rows)
+            self._arg_lengths.append(chunk.arg_lengths)
+            self._blobs.append(chunk.arg_blob)
+        self.out.n += chunk.kept
+
+    def result(self) -> RawColumns:
+        out = self.out
+        if self._arg_rows:
+            lengths = np.concatenate(self._arg_lengths)
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            table = np.empty((len(lengths) // 4, 5), dtype=np.int64)
+            table[:, :4] = offsets[:-1].reshape(-1, 4)
+            table[:, 4] = offsets[4::4]
+            blob = b"".join(self._blobs)
+            self._blobs.clear()
+            out.op_args = OpArgsStore(rows=np.concatenate(self._arg_rows), offsets=table, blob=blob)
+        return out
 
 
 def joined_chunks(raw_events: list):

@@ -56,6 +56,8 @@ from kernlint.trace.table import (
     FRAME_OUTSIDE_PARENT,
     UNPLACED,
     EventTable,
+    category_mask,
+    distinct_ints,
     is_kind,
     recorded_launcher,
 )
@@ -264,9 +266,7 @@ def _duplicate_events(f: EventColumns) -> np.ndarray:
         return _EMPTY
     # A repeat shares its start: only rows whose ts another row holds are compared field by field (a trace
     # is mostly distinct starts, so this is usually none, at the cost of one sort).
-    _, ts_code, counts = np.unique(f["ts"][rows], return_inverse=True, return_counts=True)   # NaN equals NaN
-    ts_code = ts_code.reshape(-1)
-    shared = counts[ts_code] > 1
+    ts_code, shared = _value_codes(f["ts"][rows])
     rows, ts_code = rows[shared], ts_code[shared]
     if len(rows) < 2:
         return _EMPTY
@@ -286,6 +286,22 @@ def _duplicate_events(f: EventColumns) -> np.ndarray:
     return rows[repeated].astype(np.int64)
 
 
+def _value_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(np.unique's inverse of `values`, NaN equal to NaN; whether another value equals each one), by one
+    stable sort, which the times of a trace (nearly in row order) make about one pass."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    same = ordered[1:] == ordered[:-1]
+    if ordered.dtype.kind == "f":
+        same |= np.isnan(ordered[1:]) & np.isnan(ordered[:-1])
+    codes = np.empty(len(values), dtype=np.intp)
+    codes[order] = np.concatenate([[0], np.cumsum(~same)])
+    shared = np.zeros(len(values), dtype=bool)
+    shared[order[1:][same]] = True
+    shared[order[:-1][same]] = True
+    return codes, shared
+
+
 def _shared_timestamp(f: EventColumns) -> int:
     """How many timed events sit on one timestamp, when more than half of them (at least 3) do; else 0.
     Real traces never come close: an event's ts is its own start, to the nanosecond."""
@@ -293,8 +309,9 @@ def _shared_timestamp(f: EventColumns) -> int:
     ts = ts[np.isfinite(ts)] if ts.dtype.kind == "f" else ts
     if len(ts) < 3:
         return 0
-    _, counts = np.unique(ts, return_counts=True)
-    most = int(counts.max())
+    # A value more than half of them hold is their median: count that one (a partition, no sort).
+    middle = np.partition(ts, len(ts) // 2)[len(ts) // 2]
+    most = int(np.count_nonzero(ts == middle))
     return most if most * 2 > len(ts) else 0
 
 
@@ -316,17 +333,23 @@ def _misfit_launches(f: EventColumns) -> np.ndarray:
     calls = launcher[device]
     gap = ts[device] - ts[calls]
     bad = (gap < -_EARLIEST_BEFORE_LAUNCH_US) | (gap > _LATEST_AFTER_LAUNCH_US)
-    pid = f["pid"]
     hosts = is_kind(f, *_PROCESS_KINDS)
-    host_pids = set(pid[hosts].tolist())
-    if host_pids:
-        bad |= ~np.isin(pid[calls], list(host_pids))
+    if hosts.any():
+        # Membership through the codes of the distinct pids and threads (equal codes, equal values).
+        bad |= ~_held(f, "pid", hosts)[calls]
         # A kernel launch comes from a thread that runs ops or Python; one on a thread with neither, in a
         # trace that records them, had its tid damaged.
-        threads = f["thread"]
         kernel_launch = f["category"][calls] == "launch"
-        bad |= kernel_launch & ~np.isin(threads[calls], list(set(threads[hosts].tolist())))
-    return np.unique(calls[bad]).astype(np.int64)
+        bad |= kernel_launch & ~_held(f, "thread", hosts)[calls]
+    return distinct_ints(calls[bad]).astype(np.int64)
+
+
+def _held(f: EventColumns, column: str, rows: np.ndarray) -> np.ndarray:
+    """Whether each row's value of `column` is one that a row of the mask `rows` holds."""
+    codes, values = f.coded(column)
+    held = np.zeros(len(values), dtype=bool)
+    held[codes[rows]] = True
+    return held[codes]
 
 
 def _unknown_device(f: EventColumns) -> np.ndarray:
@@ -339,8 +362,7 @@ def _unknown_device(f: EventColumns) -> np.ndarray:
     launcher = recorded_launcher(f)
     linked = np.zeros(len(f), dtype=bool)
     linked[launcher[launcher >= 0]] = True
-    lonely = (is_kind(f, "runtime") & np.isin(f["category"], LAUNCH_CATEGORIES) & (correlation >= 0)
-              & ~linked)
+    lonely = is_kind(f, "runtime") & category_mask(f, LAUNCH_CATEGORIES) & (correlation >= 0) & ~linked
     return rows[np.isin(correlation[rows], correlation[lonely])].astype(np.int64)
 
 
@@ -348,11 +370,13 @@ def _misplaced_launches(f: EventColumns, flags: np.ndarray, past_end: np.ndarray
     """Launch calls in no op whose External id names an op of the trace (those already counted for an
     unusable ts, pid or tid, and launches past the window's end, an edge, left out)."""
     external = f["external_id"]
-    op_ids = external[is_kind(f, "op") & (external >= 0)]
-    if not len(op_ids):
-        return _EMPTY
-    calls = (is_kind(f, "runtime") & np.isin(f["category"], LAUNCH_CATEGORIES) & (external >= 0)
+    calls = (is_kind(f, "runtime") & category_mask(f, LAUNCH_CATEGORIES) & (external >= 0)
              & (f["op"] < 0) & ((flags & UNPLACED) == 0))
     calls[past_end] = False
     rows = np.flatnonzero(calls)
+    if not len(rows):   # the usual case: every launch lies in an op
+        return _EMPTY
+    op_ids = external[is_kind(f, "op") & (external >= 0)]
+    if not len(op_ids):
+        return _EMPTY
     return rows[np.isin(external[rows], op_ids)].astype(np.int64)

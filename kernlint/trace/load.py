@@ -12,6 +12,10 @@ past that, the first pass only counts, and a second pass, once the size is known
 fills a buffer of exactly that size. A gzip bomb therefore costs at most KEEP_WHILE_COUNTING of memory and
 the time to inflate `max_bytes`. Running out of memory anyway, JSON nested too deeply, and a trace without
 events are TraceErrors too, never another exception.
+
+`load_trace` first tries to stream the trace (`stream_trace`, kernlint.trace.event_stream: past 4 MB of JSON
+the events are decoded as the file is read, and the whole JSON is never held); a trace the stream does not
+read is read whole as above, with the same result or the same TraceError.
 """
 from __future__ import annotations
 
@@ -32,6 +36,8 @@ import msgspec
 from kernlint.errors import TraceError
 from kernlint.fileio import RUN_METADATA_SUFFIX
 from kernlint.trace import names
+from kernlint.trace.columns import RawColumns
+from kernlint.trace.event_stream import EventStream, StreamFallback
 from kernlint.trace.graphs import attribute_replays
 from kernlint.trace.schema import RawTrace
 from kernlint.trace.table import RUNTIME_CATEGORIES, EventTable, build_event_table
@@ -42,7 +48,7 @@ SNIFF_BYTES = 64 * 1024                 # how much of a file's (decompressed) he
 _GZIP_MAGIC = b"\x1f\x8b"
 
 # Decompressed JSON accepted by default: 2 GiB. Generous (kineto traces of a long serving profile reach a
-# few hundred MB; loading peaks at about 2x the JSON size in memory, bench/trace_speed), and a 4 GiB gzip
+# few hundred MB; loading peaks at about 1.5x the JSON size in memory, bench/trace_speed), and a 4 GiB gzip
 # bomb is refused after inflating 2 GiB (about 2 s) while holding at most KEEP_WHILE_COUNTING
 # (bench/gzip_bomb.py measures it).
 DEFAULT_MAX_TRACE_BYTES = 2 * 1024 ** 3
@@ -320,9 +326,56 @@ def read_trace_bytes(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> by
                     raise TraceError(path, f"is more than {max_bytes:,} bytes; raise --max-trace-bytes to read it")
     except OSError as exc:
         raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
+    return _not_empty(data, path)
+
+
+def _not_empty(data: bytes | bytearray, path: Path) -> bytes | bytearray:
     if not data or data.isspace():
         raise TraceError(path, "file is empty")
     return data
+
+
+def stream_trace(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
+                 captures: Iterable[Path] = ()) -> tuple[RawTrace, RawColumns] | bytes | bytearray | None:
+    """A trace read as a stream (kernlint.trace.event_stream): its top level and its events' columns, with
+    the capture windows of `captures` merged in; or its bytes, when it is small enough to be read whole; or
+    None where it cannot be streamed (read it whole: read_trace_bytes and decode_trace say what is wrong).
+    Raises the TraceErrors of read_trace_bytes for what streaming reads (too large, damaged gzip)."""
+    try:
+        with open(path, "rb") as raw:
+            size = os.fstat(raw.fileno()).st_size
+            magic = raw.read(2)
+            raw.seek(0)
+            if magic == _GZIP_MAGIC:
+                stream = EventStream(path, _json_size_estimate(raw, size))
+                _inflate(raw, path, max_bytes, stream)
+            else:
+                if path.name.endswith(".gz") or size > max_bytes:
+                    return None
+                stream = EventStream(path, size)
+                total = 0
+                while block := raw.read(_READ_CHUNK):
+                    total += len(block)
+                    if total > max_bytes:   # it grew since stat
+                        return None
+                    stream(block)
+        if not stream.streaming:
+            return _not_empty(stream.whole, path)
+        extra = [e for k, c in enumerate(captures, start=1) for e in capture_window_events(c, max_bytes, k)]
+        return stream.finish(extra)
+    except (OSError, StreamFallback):
+        return None
+
+
+def _json_size_estimate(raw, compressed: int) -> int:
+    """A gzip's decompressed size as its trailer gives it (mod 2**32) where that is possible, else 8x."""
+    if compressed >= 18:
+        raw.seek(compressed - 4)
+        hint = int.from_bytes(raw.read(4), "little")
+        raw.seek(0)
+        if compressed <= hint <= compressed * _DEFLATE_MAX_RATIO:
+            return hint
+    return compressed * 8
 
 
 # Deflate's largest ratio (a run of one byte): a gzip cannot hold more than this many times its size.
@@ -588,14 +641,19 @@ def load_trace(path: str | Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
     size = None
     captures = [Path(c) for c in captures]
     try:
-        data = read_trace_bytes(path, max_bytes)
-        size = len(data)
-        raw = decode_trace(data, path)
-        del data
-        for k, capture in enumerate(captures, start=1):
-            raw.trace_events.extend(capture_window_events(capture, max_bytes, k))
-        table = build_event_table(raw, path)
-        del raw
+        streamed = stream_trace(path, max_bytes, captures)
+        if isinstance(streamed, tuple):   # a large trace, its events decoded as it was read
+            raw, columns = streamed
+        else:
+            data = streamed if streamed is not None else read_trace_bytes(path, max_bytes)
+            size = len(data)
+            raw = decode_trace(data, path)
+            del data, streamed
+            for k, capture in enumerate(captures, start=1):
+                raw.trace_events.extend(capture_window_events(capture, max_bytes, k))
+            columns = None
+        table = build_event_table(raw, path, columns)
+        del raw, columns
         if captures:
             table.meta = dataclasses.replace(table.meta, captures=tuple(str(c) for c in captures))
         attribute_replays(table)

@@ -61,9 +61,15 @@ def add_chunk_native(out: RawColumns, joined: bytes | bytearray, count: int | No
     got = module.decode_chunk(joined)
     if got is None:
         return None
-    kept, others, i64, f64, i32, u8, uniques, arg_rows, arg_lengths, blob = got
-    if count is not None and kept + others != count:   # never expected: one raw event is one JSON value
+    if count is not None and got[0] + got[1] != count:   # never expected: one raw event is one JSON value
         return None
+    return add_decoded(out, got)
+
+
+def add_decoded(out: RawColumns, got: tuple) -> DecodedChunk:
+    """The extension's columns of one chunk (decode_chunk's or decode_events_at's tuple) into `out` from row
+    `out.n` on; `out.n` is left to the caller."""
+    kept, others, i64, f64, i32, u8, uniques, arg_rows, arg_lengths, blob = got
     out.others += others
     if not kept:
         return DecodedChunk(0)
@@ -96,3 +102,16 @@ def add_ids(ids: IdValues, at: int, values: np.ndarray) -> None:
         ids._array[at:at + len(values)] = values
     else:
         ids.add(at, [None if v < 0 else v for v in values.tolist()])
+
+
+def nest_walk_native(part: np.ndarray, ts: np.ndarray, end: np.ndarray, dur: np.ndarray, flags: list,
+                     outs: list, top: np.ndarray, op_kind: int) -> bool:
+    """kernlint.trace.table's nesting walk of one thread in C, written into `outs` and `top` in place (see
+    the extension's nest_walk); False, with nothing written, where the extension is not built."""
+    module = native_module()
+    if module is None or not hasattr(module, "nest_walk"):
+        return False
+    module.nest_walk(np.ascontiguousarray(part, dtype=np.int64), np.ascontiguousarray(ts, dtype=np.float64),
+                     np.ascontiguousarray(end, dtype=np.float64), np.ascontiguousarray(dur, dtype=np.float64),
+                     tuple(np.ascontiguousarray(f, dtype=np.bool_) for f in flags), tuple(outs), top, op_kind)
+    return True

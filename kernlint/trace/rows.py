@@ -19,7 +19,7 @@ import numpy as np
 from kernlint.trace.names import without_module_prefix
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.scopes import Scope, ScopeIndex
-from kernlint.trace.table import DEVICE_KINDS
+from kernlint.trace.table import DEVICE_KINDS, category_mask
 
 # Runtime calls that put work on the device, as opposed to syncs, allocations and queries.
 WORKING_RUNTIME_CATEGORIES = frozenset({"launch", "memcpy_call"})
@@ -151,10 +151,10 @@ class EventFilter:
             working = device.copy()
             working[index.rows_of(("op",))] = index.does_work[index.rows_of(("op",))].astype(bool)
             runtime = index.rows_of(("runtime",))
-            working[runtime] = np.isin(index.category[runtime], list(WORKING_RUNTIME_CATEGORIES))
+            working[runtime] = category_mask(index.columns, WORKING_RUNTIME_CATEGORIES)[runtime]
             allowed = np.zeros(n, dtype=bool)
             for rows_mask, categories in ((device, self.device_categories), (~device, self.op_categories)):
-                hit = np.isin(index.category, [c for c in categories if c != "*"])
+                hit = category_mask(index.columns, [c for c in categories if c != "*"])
                 if "*" in categories:
                     hit |= working
                 allowed |= rows_mask & hit

@@ -34,7 +34,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from kernlint.trace.table import EventTable, is_kind
+from kernlint.trace.table import EventTable, is_kind, unique_codes
 
 __all__ = ["RunIdentity", "RunGroup", "RunGrouping", "UnmatchedTrace", "run_identity", "group_runs",
            "ranks_text"]
@@ -141,7 +141,8 @@ def _us_to_ns(us: float) -> int:
 
 def _host_pids(table: EventTable) -> tuple[int, ...]:
     columns = table.columns
-    pids = set(columns["pid"][is_kind(columns, *_HOST_KINDS)].tolist())
+    codes, values = columns.coded("pid")   # each distinct pid once
+    pids = set(values[unique_codes(codes[is_kind(columns, *_HOST_KINDS)], len(values))[0]].tolist())
     out = {_int(p) for p in pids}
     out.discard(None)
     return tuple(sorted(out))
@@ -150,7 +151,7 @@ def _host_pids(table: EventTable) -> tuple[int, ...]:
 def _steps(table: EventTable) -> tuple[int, ...]:
     columns = table.columns
     codes, distinct = columns.coded("name")
-    names = distinct[np.unique(codes[is_kind(columns, "op", "annotation")])].tolist()
+    names = distinct[unique_codes(codes[is_kind(columns, "op", "annotation")], len(distinct))[0]].tolist()
     found = set()
     for name in names:
         if isinstance(name, str) and name.startswith("ProfilerStep#"):

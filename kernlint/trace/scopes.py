@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import re
 import weakref
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -43,7 +44,15 @@ import numpy as np
 
 from kernlint.trace.names import MODULE_PREFIX, is_profiler_frame, named_pattern
 from kernlint.trace.patterns import compile_pattern
-from kernlint.trace.table import DEVICE_KINDS, EventTable, kind_mask
+from kernlint.trace.table import (
+    DEVICE_KINDS,
+    EventTable,
+    category_mask,
+    distinct_ints,
+    kind_mask,
+    sorted_order,
+    unique_codes,
+)
 
 _CONTAINER = re.compile(named_pattern("profiler-container-range"))
 _MODULE_PREFIX = MODULE_PREFIX
@@ -134,6 +143,7 @@ class ScopeIndex:
         self._modules_by_thread = self._by_thread(self.rows_of(("module",)), self.ts)
         self._gemm_by_thread = self._gemm_owners()
         self._coarse: dict[int, bool] = {}
+        self._coarse_decided = False
         self._units_cache: dict[tuple[int, int, int], list[Scope]] = {}
         self.frame_col = f["frame"]
         self._profiler_frames: dict[int, bool] = {}
@@ -179,8 +189,8 @@ class ScopeIndex:
             rows = self.rows_of((kind,))
             codes, names = self.columns.coded("name")
             # The distinct names of the kind: each is tested once.
-            present, local = np.unique(codes[rows], return_inverse=True)
-            found = self._names_of_kind[kind] = (rows, local.reshape(-1), names[present])
+            present, local = unique_codes(codes[rows], len(names))
+            found = self._names_of_kind[kind] = (rows, local, names[present])
         return found
 
     def thread_code(self) -> np.ndarray:
@@ -209,7 +219,7 @@ class ScopeIndex:
             return out
         # Group by thread code, then by key within a thread: one stable sort for all threads.
         codes = self.thread_code()[rows]
-        order = np.lexsort((key[rows], codes))
+        order = sorted_order(key[rows], codes)
         rows, codes = rows[order], codes[order]
         cuts = np.flatnonzero(np.diff(codes)) + 1
         for sel in np.split(rows, cuts):
@@ -220,21 +230,21 @@ class ScopeIndex:
         """Per thread, the issue time and the owner of every GEMM: the top-level op that ran it (cuBLAS may
         launch two kernels for one matmul; they share an owner), or the launch itself where no op encloses it
         (a Triton GEMM called from Python)."""
-        gemm_ops = np.flatnonzero(self.is_kind("op") & (self.category == "gemm") & self.does_work)
-        gemm_kernels = np.flatnonzero(self.is_kind(*DEVICE_KINDS) & (self.category == "gemm")
-                                      & (self.launcher >= 0))
+        is_gemm = category_mask(self.columns, ("gemm",))
+        gemm_ops = np.flatnonzero(self.is_kind("op") & is_gemm & self.does_work)
+        gemm_kernels = np.flatnonzero(self.is_kind(*DEVICE_KINDS) & is_gemm & (self.launcher >= 0))
         rows = np.concatenate([gemm_ops, gemm_kernels])
         if not len(rows):
             return {}
         owner = np.where(self.top_op[rows] >= 0, self.top_op[rows], np.where(
             self.launcher[rows] >= 0, self.launcher[rows], rows))
         out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        threads = self.thread[rows]
+        codes = self.thread_code()[rows]   # sorts like the thread text
         keys = self.launch_ts[rows]
-        for t in np.unique(threads):
-            sel = threads == t
+        for code in distinct_ints(codes).tolist():
+            sel = np.flatnonzero(codes == code)
             order = np.argsort(keys[sel], kind="stable")
-            out[t] = (keys[sel][order], owner[sel][order])
+            out[self.thread[rows[sel[0]]]] = (keys[sel][order], owner[sel][order])
         return out
 
     @staticmethod
@@ -274,10 +284,85 @@ class ScopeIndex:
         two or more nn.Modules side by side; containers always are."""
         hit = self._coarse.get(row)
         if hit is None:
-            hit = self._coarse[row] = self.is_container(row) or self._holds_several_units(row)
+            if not self._coarse_decided:   # the first question: every module and range that can be, at once
+                self._coarse_decided = True
+                self._decide_coarse_units()
+                hit = self._coarse.get(row)
+            if hit is None:
+                hit = self._coarse[row] = self.is_container(row) or self._holds_several_units(row)
         return hit
 
+    def _decide_coarse_units(self) -> None:
+        """is_coarse of the modules and ranges that arrays decide: containers; units whose interval holds
+        GEMMs of two owners (the unit itself none of them); units with neither two owners nor two other
+        modules inside. The others (a few) are left to _holds_several_units, one at a time."""
+        units = self.rows_of(("module", "annotation"))
+        if not len(units):
+            return
+        n = len(self.kind)
+        container = np.zeros(n, dtype=bool)
+        rows, codes, names_ = self.names_of_kind("annotation")
+        if len(rows):
+            hit = np.fromiter((_CONTAINER.search(x) is not None for x in names_.tolist()), bool, len(names_))
+            container[rows[hit[codes]]] = True
+        start, stop = self.ts[units], self.end[units]
+        two_owners = np.zeros(len(units), dtype=bool)
+        few_modules = np.zeros(len(units), dtype=bool)
+        owner = np.zeros(n, dtype=bool)
+        is_module = np.zeros(n, dtype=bool)
+        is_module[self.rows_of(("module",))] = True
+        codes = self.thread_code()[units]
+        for code in distinct_ints(codes).tolist():   # a few threads
+            sel = np.flatnonzero(codes == code)
+            thread = self.thread[units[sel[0]]]
+            if thread in self._gemm_by_thread:
+                keys, owners = self._gemm_by_thread[thread]
+                owner[owners] = True
+                lo, hi = keys.searchsorted(start[sel], "left"), keys.searchsorted(stop[sel], "left")
+                change = np.flatnonzero(owners[1:] != owners[:-1]) + 1   # where the next owner starts
+                next_owner = np.append(change, len(owners))[np.searchsorted(change, lo, "right")]
+                two_owners[sel] = (hi - lo >= 2) & (next_owner < hi)
+            inside = np.zeros(len(sel), dtype=np.int64)
+            if thread in self._modules_by_thread:
+                keys = self._modules_by_thread[thread][0]
+                inside = keys.searchsorted(stop[sel], "left") - keys.searchsorted(start[sel], "left")
+            # A module lies in its own interval (when it has one): the others inside are fewer by one.
+            few_modules[sel] = inside - (is_module[units[sel]] & (start[sel] < stop[sel])) < 2
+        judged = np.isfinite(start) & np.isfinite(stop) & ~owner[units]
+        coarse = container[units] | (judged & two_owners)
+        decided = coarse | (judged & few_modules)
+        self._coarse.update(zip(units[decided].tolist(), coarse[decided].tolist()))
+
     def _holds_several_units(self, row: int) -> bool:
+        thread, start, stop = self.thread[row], float(self.ts[row]), float(self.end[row])
+        if start != start or stop != stop:   # NaN: the arrays' binary search, which orders NaN last
+            return self._holds_several_units_arrays(row)
+        gemms, modules = self._unit_lists(thread)
+        if gemms is not None:
+            keys, owners, next_owner, owner_set = gemms
+            lo, hi = bisect_left(keys, start), bisect_left(keys, stop)
+            if hi - lo >= 2:   # two distinct owners besides the unit itself
+                if row in owner_set:
+                    others = [o for o in owners[lo:hi] if o != row]
+                    if others and any(o != others[0] for o in others):
+                        return True
+                elif next_owner[lo] < hi:
+                    return True
+        if modules is not None:
+            keys, rows, parents, parent_ts = modules
+            side_by_side = 0
+            for i in range(bisect_left(keys, start), bisect_left(keys, stop)):
+                if rows[i] == row:
+                    continue
+                p = parents[i]
+                if p >= 0 and p != row and start <= parent_ts[i] < stop:
+                    continue  # nested in another module inside this unit
+                side_by_side += 1
+                if side_by_side >= 2:
+                    return True
+        return False
+
+    def _holds_several_units_arrays(self, row: int) -> bool:
         thread, start, stop = self.thread[row], self.ts[row], self.end[row]
         owners = self._between(self._gemm_by_thread.get(thread), start, stop)
         if len(set(owners.tolist()) - {row}) >= 2:
@@ -294,6 +379,27 @@ class ScopeIndex:
                 return True
         return False
 
+    def _unit_lists(self, thread: str) -> tuple[tuple | None, tuple | None]:
+        """A thread's GEMMs (issue times, owners, where the next other owner starts, the owners) and modules
+        (start times, rows, enclosing module and its start) as Python lists: a unit's test reads a few
+        entries by binary search, where numpy's per-call cost is many times the work."""
+        cache = self.memo.setdefault("unit-lists", {})
+        found = cache.get(thread)
+        if found is None:
+            gemms = modules = None
+            if thread in self._gemm_by_thread:
+                keys, owners = self._gemm_by_thread[thread]
+                change = np.flatnonzero(owners[1:] != owners[:-1]) + 1
+                next_owner = np.append(change, len(owners))[np.searchsorted(change, np.arange(len(owners)),
+                                                                            "right")]
+                gemms = (keys.tolist(), owners.tolist(), next_owner.tolist(), set(owners.tolist()))
+            if thread in self._modules_by_thread:
+                keys, rows = self._modules_by_thread[thread]
+                parents = self.module[rows]
+                modules = (keys.tolist(), rows.tolist(), parents.tolist(), self.ts[parents].tolist())
+            found = cache[thread] = (gemms, modules)
+        return found
+
     def holds_coarse_unit(self, row: int) -> bool:
         """Whether a unit holds another unit (a module or a range, profiler and compiler containers included)
         that is coarse itself: it then spans several layers (a whole forward around a DDP range), however few
@@ -302,13 +408,64 @@ class ScopeIndex:
         found = cache.get(row)
         if found is None:
             units = self.memo.get("units-by-thread")
-            if units is None:
-                units = self.memo["units-by-thread"] = self._by_thread(self.rows_of(("module", "annotation")),
-                                                                       self.ts)
-            inside = self._between(units.get(self.thread[row]), self.ts[row], self.end[row]).tolist()
-            found = cache[row] = any(u != row and self.end[u] <= self.end[row] and self.is_coarse(u)
-                                     for u in inside)
+            if units is None:   # per thread: the units' starts, rows, ends, and where the coarse ones are
+                units = self.memo["units-by-thread"] = {}
+                for t, (keys, rows) in self._by_thread(self.rows_of(("module", "annotation")), self.ts).items():
+                    listed = rows.tolist()
+                    if listed and not self._coarse_decided:
+                        self.is_coarse(listed[0])   # decides most of them at once
+                    known = list(map(self._coarse.get, listed))
+                    coarse = [i for i, (u, hit) in enumerate(zip(listed, known))
+                              if (hit if hit is not None else self.is_coarse(u))]
+                    units[t] = (keys.tolist(), listed, self.end[rows].tolist(), coarse)
+            start, stop = float(self.ts[row]), float(self.end[row])
+            listed = units.get(self.thread[row])
+            found = False
+            if listed is not None:
+                keys, rows, ends, coarse = listed
+                if start != start or stop != stop:   # NaN: the arrays' binary search, which orders NaN last
+                    lo, hi = (int(np.asarray(keys).searchsorted(t, "left")) for t in (start, stop))
+                else:
+                    lo, hi = bisect_left(keys, start), bisect_left(keys, stop)
+                # Only the coarse units inside are looked at.
+                found = any(rows[i] != row and ends[i] <= stop
+                            for i in coarse[bisect_left(coarse, lo):bisect_left(coarse, hi)])
+            cache[row] = found
         return found
+
+    def holds_coarse_units(self, rows: np.ndarray) -> np.ndarray:
+        """holds_coarse_unit of each of `rows`: those with no coarse unit starting inside them are told by
+        binary searches of all of them at once; the others one at a time."""
+        out = np.zeros(len(rows), dtype=bool)
+        if not len(rows):
+            return out
+        self.holds_coarse_unit(int(rows[0]))   # builds the per-thread lists
+        units = self.memo["units-by-thread"]
+        start, stop = self.ts[rows], self.end[rows]
+        maybe = np.zeros(len(rows), dtype=bool)
+        codes = self.thread_code()[rows]
+        for code in distinct_ints(codes).tolist():   # a few threads
+            sel = np.flatnonzero(codes == code)
+            listed = units.get(self.thread[rows[sel[0]]])
+            if listed is None:
+                continue
+            keys, coarse = np.asarray(listed[0]), np.asarray(listed[3], dtype=np.int64)
+            if not len(coarse):
+                continue
+            lo, hi = keys.searchsorted(start[sel], "left"), keys.searchsorted(stop[sel], "left")
+            first, last = coarse.searchsorted(lo, "left"), coarse.searchsorted(hi, "left")
+            unit_rows, ends = np.asarray(listed[1], dtype=np.int64), np.asarray(listed[2])
+            # The first coarse unit inside other than the unit itself is usually the answer; with none, the
+            # answer is no.
+            first = np.where(unit_rows[coarse[np.minimum(first, len(coarse) - 1)]] == rows[sel], first + 1, first)
+            inside = first < last
+            maybe[sel] = inside
+            if inside.any():
+                at = coarse[first[inside]]
+                out[sel[inside]] = (unit_rows[at] != rows[sel[inside]]) & (ends[at] <= stop[sel[inside]])
+        for i in np.flatnonzero(maybe & ~out).tolist():
+            out[i] = self.holds_coarse_unit(int(rows[i]))
+        return out
 
     def unit(self, row: int) -> Scope:
         kind = {"annotation": "annotation", "module": "module", "python": "frame", "op": "op"}.get(
@@ -388,7 +545,7 @@ class ScopeIndex:
         in time order."""
         numbers = self.__dict__.get("_replay_numbers")
         if numbers is None:
-            launches = np.unique(self.replay[self.replay >= 0])
+            launches = distinct_ints(self.replay[self.replay >= 0])
             launches = launches[np.argsort(self.ts[launches], kind="stable")]
             numbers = self._replay_numbers = {int(g): i + 1 for i, g in enumerate(launches.tolist())}
         return numbers.get(int(replay), 0)
@@ -487,7 +644,14 @@ class ScopeIndex:
                      frames: Iterable[str] = (), ops: Iterable[str] = ()) -> list[Scope]:
         """Every unit whose printed name matches one of the patterns (re.search; modules without their
         `nn.Module: ` prefix), outermost instances only."""
-        wanted: list[int] = []
+        key = ("named-scopes", tuple(annotations), tuple(modules), tuple(frames), tuple(ops))
+        found = self.memo.get(key)   # rules share their scopes: each set of patterns is matched once
+        if found is None:
+            found = self.memo[key] = self._named_scopes(*key[1:])
+        return list(found)
+
+    def _named_scopes(self, annotations: tuple, modules: tuple, frames: tuple, ops: tuple) -> list[Scope]:
+        wanted: list[np.ndarray] = []
         for kind, patterns in (("annotation", annotations), ("module", modules), ("python", frames),
                                ("op", ops)):
             regexes = [compile_pattern(p) for p in patterns]
@@ -498,16 +662,36 @@ class ScopeIndex:
                 _MODULE_PREFIX) else name) for rx in regexes) for name in uniques.tolist()), dtype=bool,
                 count=len(uniques))
             if hits.any():
-                wanted.extend(rows[hits[codes]].tolist())
-        w = np.asarray(wanted, dtype=np.int64)
-        order = w[np.lexsort((-self.end[w], self.ts[w], self.thread_code()[w]))] if len(w) else w
-        out: list[Scope] = []
-        for r in order.tolist():
-            last = out[-1] if out else None
-            if last is not None and last.thread == self.thread[r] and self.ts[r] < last.end:
-                continue  # nested in an instance already taken
-            out.append(self.unit(r))
+                wanted.append(rows[hits[codes]])
+        w = np.concatenate(wanted).astype(np.int64) if wanted else np.empty(0, dtype=np.int64)
+        order = w[sorted_order(-self.end[w], self.ts[w], self.thread_code()[w])] if len(w) else w
+        out = [self.unit(r) for r in self._outermost(order)]
         return out + self._backward_parts(out)
+
+    def _outermost(self, order: np.ndarray) -> list[int]:
+        """Of rows sorted by (thread, ts, longest first), those not starting inside the last one taken on
+        their thread: from each one taken, a binary search to the first row that starts at or after its end."""
+        if not len(order):
+            return []
+        codes = self.thread_code()[order]
+        starts, ends = self.ts[order], self.end[order]
+        cuts = np.flatnonzero(np.diff(codes)) + 1
+        taken: list[int] = []
+        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(order)]):
+            seg = starts[lo:hi]
+            if np.isnan(seg).any() or np.isnan(ends[lo:hi]).any():   # NaN never compares: one at a time
+                last = None
+                for i in range(lo, hi):
+                    if last is not None and starts[i] < last:
+                        continue
+                    taken.append(i)
+                    last = ends[i]
+                continue
+            i = lo
+            while i < hi:
+                taken.append(i)
+                i = max(lo + int(seg.searchsorted(ends[i], "left")), i + 1)
+        return order[taken].tolist()
 
     def autograd_threads(self) -> dict[str, str]:
         """{thread: process} of the threads that run autograd backward nodes (`@backward-node-op`). The

@@ -44,9 +44,10 @@ import numpy as np
 
 from kernlint.errors import TraceError
 from kernlint.trace import names
-from kernlint.trace.columns import OpArgsStore, _id_column, _int_or, decode_events
+from kernlint.trace.columns import OpArgsStore, RawColumns, _id_column, _int_or, decode_events
 from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
 from kernlint.trace.event_columns import EventColumns
+from kernlint.trace.native_chunk import nest_walk_native
 from kernlint.trace.schema import RawTrace, raw_list
 
 if TYPE_CHECKING:
@@ -282,12 +283,14 @@ def _kinds(name_codes: np.ndarray, name_values: list[str], cat_codes: np.ndarray
     return kinds
 
 
-def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
-    """Raw decoded trace -> EventTable with links, nesting, scopes inputs and allocation dtypes.
+def build_event_table(raw: RawTrace, path: str | Path, cols: RawColumns | None = None) -> EventTable:
+    """Raw decoded trace -> EventTable with links, nesting, scopes inputs and allocation dtypes. `cols`: the
+    events already decoded (a streamed trace, kernlint.trace.event_stream), else `raw.trace_events` are.
 
     A trace with no events besides metadata raises TraceError. Events whose essential fields are unusable
     are kept, flagged in the `damage` column and left out of what they would make wrong (nesting, links)."""
-    cols = decode_events(raw.trace_events, path, raw.events_at if isinstance(raw.events_at, str) else "$")
+    if cols is None:
+        cols = decode_events(raw.trace_events, path, raw.events_at if isinstance(raw.events_at, str) else "$")
     meta = _meta(raw, path)
     raw.trace_events = []   # the events' raw JSON (and through it the file's bytes) is no longer needed
     if not cols.n:
@@ -315,7 +318,7 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
         damage[mask] |= bit
     # "pid:tid" text, one string per distinct pair; codes in the order of the texts (ScopeIndex sorts by them).
     width = max(len(tid_values), 1)
-    pairs, pair_codes = np.unique(pid_codes.astype(np.int64) * width + tid_codes, return_inverse=True)
+    pairs, pair_codes = unique_codes(pid_codes.astype(np.int64) * width + tid_codes, len(pid_values) * width)
     pair_texts = [f"{pid_values[p // width]}:{tid_values[p % width]}" for p in pairs.tolist()]
     thread_values = np.empty(len(set(pair_texts)), dtype=object)
     thread_values[:] = sorted(set(pair_texts))
@@ -340,6 +343,8 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
     del cats, ts, dur, correlation, external_id, nbytes, damage, complete
     cols.name = cols.cat = cols.pid = cols.tid = cols.ts = cols.dur = cols.complete = cols.launch_kernel = None
     cols.ints = {}
+    for name in ("correlation", "external_id", "graph_node"):   # copied into the table; the frame ids stay
+        cols.ids.pop(name)
     columns["end"] = columns["ts"] + columns["dur"]
 
     _name_columns(columns, name_codes, name_values)
@@ -359,6 +364,80 @@ def build_event_table(raw: RawTrace, path: str | Path) -> EventTable:
 
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 _KIND_VALUES = np.array(KINDS, dtype=object)
+
+
+def unique_codes(codes: np.ndarray, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(codes, return_inverse=True) for non-negative integer codes below `size`: through a table of
+    the codes present, where the range is small next to the rows (no sort of the rows)."""
+    codes = np.asarray(codes)
+    if size is None:
+        size = int(codes.max()) + 1 if len(codes) else 0
+    if codes.dtype.kind not in "iu" or size > 4 * len(codes) + 4096 or (len(codes) and int(codes.min()) < 0):
+        uniques, inverse = np.unique(codes, return_inverse=True)
+        return uniques, inverse.reshape(-1)
+    present = np.zeros(size, dtype=bool)
+    present[codes] = True
+    uniques = np.flatnonzero(present)
+    code_of = np.zeros(size, dtype=np.intp)
+    code_of[uniques] = np.arange(len(uniques))
+    return uniques.astype(codes.dtype, copy=False), code_of[codes]
+
+
+def distinct_ints(values: np.ndarray) -> np.ndarray:
+    """np.unique(values) for integers: sorted, each once (np.unique's plain form imports numpy.ma, 10 ms of
+    a tiny trace's start-up)."""
+    values = np.sort(np.asarray(values), kind="stable")
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def sorted_order(*keys: np.ndarray) -> np.ndarray:
+    """np.lexsort(keys) (the last key primary, ties in row order), one stable argsort per key: the sort
+    adapts to runs, so keys nearly in row order already (times of one trace) sort in about one pass, where
+    lexsort's merge sorts do not. Small-integer keys (thread codes) take the radix sort."""
+    order = None
+    for key in keys:
+        key = np.asarray(key)
+        if key.dtype.kind in "iu" and len(key):
+            low, high = int(key.min()), int(key.max())
+            if low == high:   # one value (one thread): a stable sort leaves the order as it is
+                continue
+            if -(2 ** 15) <= low and high < 2 ** 15:
+                key = key.astype(np.int16)
+        step = np.argsort(key if order is None else key[order], kind="stable")
+        order = step if order is None else order[step]
+    return order if order is not None else np.arange(len(keys[0]) if keys else 0)
+
+
+def _search_sorted(values: np.ndarray, queries: np.ndarray, side: str) -> np.ndarray:
+    """np.searchsorted(values, queries, side) for ascending `queries` too (NaN last, numpy's order): where
+    the values are fewer, each value is searched among the queries instead, and the counts of values
+    below each query are a running sum, so that the binary searches are of the shorter array."""
+    if len(values) * 2 >= len(queries):
+        return np.searchsorted(values, queries, side)
+    # values[j] < q (side left) from the first query above values[j]; values[j] <= q (right) from the first
+    # query at or above it.
+    first = np.searchsorted(queries, values, "right" if side == "left" else "left")
+    return np.cumsum(np.bincount(first, minlength=len(queries) + 1)[:len(queries)])
+
+
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values in order of first appearance, the code of each value): for a few hundred values."""
+    index: dict = {}
+    codes = np.array([index.setdefault(v, len(index)) for v in values.tolist()], dtype=np.intp)
+    return _object_array(list(index)), codes
+
+
+def category_mask(columns: EventColumns, categories: Iterable[str]) -> np.ndarray:
+    """Whether each row's category is one of `categories`, through the category codes (one look per distinct
+    category; no string compare per row)."""
+    codes, values = columns.coded("category")
+    wanted = set(categories)
+    return kind_mask(codes, [i for i, c in enumerate(values.tolist()) if c in wanted], len(values))
 
 
 def _object_array(values: list) -> np.ndarray:
@@ -418,7 +497,7 @@ def _name_columns(columns: EventColumns, name_codes: np.ndarray, name_values: li
     """short_name and category, worked out once per distinct (kind, name)."""
     kind_codes, kind_values = columns.coded("kind")
     key = kind_codes.astype(np.int64) * max(len(name_values), 1) + name_codes
-    pairs, inverse = np.unique(key, return_inverse=True)
+    pairs, inverse = unique_codes(key, len(kind_values) * max(len(name_values), 1))
     short = np.empty(len(pairs), dtype=object)
     category = np.empty(len(pairs), dtype=object)
     width = max(len(name_values), 1)
@@ -432,9 +511,10 @@ def _name_columns(columns: EventColumns, name_codes: np.ndarray, name_values: li
             category[i] = names.classify_runtime(name)
         elif k == "op":
             category[i] = names.classify_op(name)
-    inverse = inverse.reshape(-1)
     columns["short_name"] = short[inverse]
-    columns["category"] = category[inverse]
+    # Coded: the checks and damage counts ask for categories by code, not by a string compare per row.
+    values, category_code = _distinct(category)
+    columns.set_coded("category", category_code[inverse], values)
 
 
 def _link_launches(columns: EventColumns) -> None:
@@ -491,7 +571,7 @@ def _nest_host_events(columns: EventColumns, name_codes: np.ndarray | None = Non
     is_python = is_kind(columns, "python")
     pushed_python = np.flatnonzero(is_python & host & placed & (dur > 0))
     lib_of_code = np.zeros(len(name_values), dtype=np.int8)   # 0 never judged, 1 user code, 2 library
-    for c in np.unique(name_codes[pushed_python]).tolist():
+    for c in unique_codes(name_codes[pushed_python], len(name_values))[0].tolist():
         lib_of_code[c] = 2 if names.is_library_frame(name_values[c]) else 1
     library = lib_of_code[name_codes] == 2
     kind_of = {
@@ -504,7 +584,7 @@ def _nest_host_events(columns: EventColumns, name_codes: np.ndarray | None = Non
     # Sort by thread, then start, then longest first so that a parent precedes a child with the same start
     # (threads are independent: their order is any).
     thread_codes = columns.coded("thread")[0][rows]
-    sort = np.lexsort((-dur[rows], ts[rows], thread_codes))
+    sort = _start_order(ts[rows], dur[rows], thread_codes)
     order = rows[sort]
     cuts = np.flatnonzero(np.diff(thread_codes[sort])) + 1
     for part in np.split(order, cuts) if len(order) else []:
@@ -521,49 +601,42 @@ def _nest_host_events(columns: EventColumns, name_codes: np.ndarray | None = Non
     columns["library_frame"] = is_python & library
 
 
+def _start_order(ts: np.ndarray, dur: np.ndarray, thread: np.ndarray) -> np.ndarray:
+    """np.lexsort((-dur, ts, thread)): by ts, which a trace's rows nearly follow already (one adaptive pass),
+    then the rows that share a start by longest first, then by thread (a radix sort of small codes)."""
+    order = np.argsort(ts, kind="stable")
+    starts = ts[order]
+    same = starts[1:] == starts[:-1]
+    same |= np.isnan(starts[1:]) & np.isnan(starts[:-1])   # lexsort holds NaNs equal
+    if same.any():   # the rows that share a start with a neighbour, resorted among themselves
+        tied = np.zeros(len(order), dtype=bool)
+        tied[1:] |= same
+        tied[:-1] |= same
+        sub = order[tied]
+        order[tied] = sub[np.lexsort((sub, -dur[sub], ts[sub]))]
+    return order[sorted_order(thread[order])]
+
+
 def _nest_thread(part: np.ndarray, ts, end, kind_of: dict, out: dict, top: np.ndarray) -> tuple[str, ...]:
     """The nesting of one thread's events (`part`, in order) by counting, kind by kind; the kinds whose
     events do not nest properly there, for which nothing is written."""
-    size = len(part)
-    positions = np.arange(size, dtype=np.int64)
+    positions = np.arange(len(part), dtype=np.int64)
     t = ts[part]
-    found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    e = end[part]
+    holds = e > t
     improper: list[str] = []
     for k in _NEST_STACKS:
         # An interval that ends where it starts (a duration lost in float rounding) holds nothing: the
         # walk pops it at the next event, before that event looks.
-        is_k = kind_of[k][part] & (end[part] > t)
-        k_pos = np.flatnonzero(is_k)
-        if not len(k_pos):
+        is_k = kind_of[k][part] & holds
+        if not is_k.any():
             continue
-        before = np.cumsum(is_k) - is_k                  # intervals of kind k earlier in the order
-        closed = np.searchsorted(np.sort(end[part[k_pos]]), t, "right")   # of them, ended by ts (end <= ts)
-        open_ = before - closed                          # how many are open: the stack's height
-        if (open_ < 0).any():
+        found = _nest_kind(is_k, t, e, positions, outermost=k == "op")
+        del is_k
+        if found is None:
             improper.append(k)
             continue
-        depth = open_[k_pos]
-        # The innermost open interval is the last earlier one at depth open_ - 1; the outermost at depth 0.
-        width = size + 1
-        keys = depth * width + k_pos
-        key_order = np.argsort(keys, kind="stable")
-        sorted_keys, sorted_pos = keys[key_order], k_pos[key_order]
-
-        inner = _last_at(open_ - 1, open_, positions, sorted_keys, sorted_pos, width)
-        has = inner >= 0
-        if (has != (open_ > 0)).any():
-            improper.append(k)
-            continue
-        # Proper nesting: an interval of kind k ends no later than the one it opened inside.
-        parent_of_k = inner[k_pos]
-        with_parent = parent_of_k >= 0
-        if (end[part[k_pos[with_parent]]] > end[part[parent_of_k[with_parent]]]).any():
-            improper.append(k)
-            continue
-        outer = (_last_at(np.zeros(size, dtype=np.int64), open_, positions, sorted_keys, sorted_pos, width)
-                 if k == "op" else None)
-        found[k] = (inner, outer)
-    for k, (inner, outer) in found.items():
+        inner, outer = found   # written at once: each kind's working arrays are freed before the next's
         has = inner >= 0
         out[k][part[has]] = part[inner[has]]
         if outer is not None:
@@ -572,11 +645,69 @@ def _nest_thread(part: np.ndarray, ts, end, kind_of: dict, out: dict, top: np.nd
     return tuple(improper)
 
 
-def _last_at(level: np.ndarray, open_: np.ndarray, positions: np.ndarray, sorted_keys: np.ndarray,
-             sorted_pos: np.ndarray, width: int) -> np.ndarray:
-    """Per position, the last earlier interval at nesting depth `level` (-1 where there is none open)."""
-    at = np.searchsorted(sorted_keys, level * width + positions, "left") - 1
-    ok = (open_ > 0) & (at >= 0)
+def _nest_kind(is_k: np.ndarray, t: np.ndarray, e: np.ndarray, positions: np.ndarray,
+               outermost: bool) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """For one kind of one thread (`is_k` per position in order; starts `t`, ends `e`): the position of the
+    innermost open interval of the kind at each position (-1: none), and of the outermost with `outermost`;
+    None where the kind's intervals do not nest properly."""
+    size = len(is_k)
+    k_pos = np.flatnonzero(is_k)
+    before = np.cumsum(is_k) - is_k                  # intervals of kind k earlier in the order
+    # Of them, those ended by ts (end <= ts): t ascends; the ends nearly do (an adaptive sort).
+    closed = _search_sorted(np.sort(e[k_pos], kind="stable"), t, "right")
+    open_ = before - closed                          # how many are open: the stack's height
+    del closed
+    if (open_ < 0).any():
+        return None
+    depth = open_[k_pos]
+    # The innermost open interval is the last earlier one at depth open_ - 1; the outermost at depth 0.
+    # Sorted by (depth, position): k_pos ascends, so a stable sort by depth alone.
+    width = size + 1
+    key_order = sorted_order(depth)
+    sorted_pos = k_pos[key_order]
+    sorted_keys = depth[key_order] * width + sorted_pos
+    del key_order
+    # The last interval of kind k that started earlier (its index in k_pos; one exists where one is open).
+    last = np.maximum(before - 1, 0)
+    del before
+    inside = open_ > 0
+    inner = _innermost(open_ - 1, inside, last, depth, k_pos, positions, sorted_keys, sorted_pos, width)
+    if ((inner >= 0) != inside).any():
+        return None
+    # Proper nesting: an interval of kind k ends no later than the one it opened inside.
+    parent_of_k = inner[k_pos]
+    with_parent = parent_of_k >= 0
+    if (e[k_pos[with_parent]] > e[parent_of_k[with_parent]]).any():
+        return None
+    outer = (_innermost(np.zeros(size, dtype=np.int64), inside, last, depth, k_pos, positions, sorted_keys,
+                        sorted_pos, width) if outermost else None)
+    return inner, outer
+
+
+def _innermost(level: np.ndarray, inside: np.ndarray, last: np.ndarray, depth: np.ndarray, k_pos: np.ndarray,
+               positions: np.ndarray, sorted_keys: np.ndarray, sorted_pos: np.ndarray, width: int) -> np.ndarray:
+    """_last_at where an interval is open (`inside`), where the last interval of the kind before each
+    position (`last`) is the answer whenever its depth is `level` (no later one can be): only the other
+    positions are searched."""
+    direct = inside & (depth[last] == level)
+    out = np.where(direct, k_pos[last], -1)
+    rest = np.flatnonzero(inside & ~direct)
+    if len(rest):
+        out[rest] = _last_at(level[rest], positions[rest], sorted_keys, sorted_pos, width)
+    return out
+
+
+def _last_at(level: np.ndarray, positions: np.ndarray, sorted_keys: np.ndarray, sorted_pos: np.ndarray,
+             width: int) -> np.ndarray:
+    """Per position (each inside an open interval), the last earlier interval at nesting depth `level` (-1
+    where there is none)."""
+    queries = level * width + positions
+    # Searched in ascending order (by level, then position; `positions` ascend): a binary search of queries
+    # in order is far cheaper.
+    order = sorted_order(level)
+    at = np.empty(len(queries), dtype=np.intp)
+    at[order] = _search_sorted(sorted_keys, queries[order], "left") - 1
+    ok = at >= 0
     at = np.where(ok, at, 0)
     ok &= (sorted_keys[at] // width) == level
     return np.where(ok, sorted_pos[at], -1)
@@ -585,7 +716,16 @@ def _last_at(level: np.ndarray, open_: np.ndarray, positions: np.ndarray, sorted
 def _nest_thread_walk(part: np.ndarray, ts, end, dur, kind_of: dict, out: dict, top: np.ndarray,
                       kinds: tuple[str, ...] = _NEST_STACKS) -> None:
     """The nesting of one thread's events for `kinds`, event by event with a stack per kind (the
-    definition); `top` too when the ops are among them."""
+    definition); `top` too when the ops are among them. In C where the extension is built (the same walk:
+    tests/test_nest_walk.py), else `_nest_thread_walk_python`."""
+    op_kind = kinds.index("op") if "op" in kinds else -1
+    if not nest_walk_native(part, ts, end, dur, [kind_of[k] for k in kinds], [out[k] for k in kinds], top,
+                            op_kind):
+        _nest_thread_walk_python(part, ts, end, dur, kind_of, out, top, kinds)
+
+
+def _nest_thread_walk_python(part: np.ndarray, ts, end, dur, kind_of: dict, out: dict, top: np.ndarray,
+                             kinds: tuple[str, ...] = _NEST_STACKS) -> None:
     stacks: dict[str, list] = {k: [] for k in kinds}
     flags = {k: kind_of[k][part].tolist() for k in kinds}
     ts_l, end_l, dur_l, rows = ts[part].tolist(), end[part].tolist(), dur[part].tolist(), part.tolist()
@@ -645,7 +785,7 @@ def _check_frame_tree(columns: EventColumns, python_ids, parent_ids) -> None:
     # Counted already: a frame, or the frame it names, with an unusable ts, pid or tid.
     judged = placed[child] & (~has | placed[p])
     ts, end = columns["ts"], columns["end"]
-    thread = columns["thread"]   # set by _nest_host_events
+    thread = columns.coded("thread")[0]   # set by _nest_host_events; codes of distinct texts compare alike
     with np.errstate(invalid="ignore"):
         slack = 1e-3 + 4 * np.spacing(np.maximum(np.abs(end[p]), np.abs(end[child])))
         inside = (ts[p] <= ts[child] + slack) & (end[child] <= end[p] + slack)
@@ -653,7 +793,7 @@ def _check_frame_tree(columns: EventColumns, python_ids, parent_ids) -> None:
     ok = has & same_thread & inside
     # Kineto's own cross-thread tree: a Python hook the autograd engine runs on its thread (a top-level frame
     # there) names the frame that called backward() on the main thread, which holds it in time. Not damage.
-    process = columns["pid"]
+    process = columns.coded("pid")[0]
     top_level = columns["frame"][child] < 0   # no frame of its own thread holds it
     ok |= has & ~same_thread & inside & top_level & (process[p] == process[child])
     # A window edge: a parent frame cut at the window's start or end (it began before the window opened, or
@@ -697,7 +837,6 @@ def _inherit_from_launcher(columns: EventColumns) -> None:
     if not len(dev):
         return
     src = launcher[dev]
-    src_of = dict(zip(dev.tolist(), src.tolist()))
     for c in ("op", "top_op", "annotation", "module", "frame", "user_frame"):
         values = columns[c].copy()
         values[dev] = values[src]
@@ -709,57 +848,74 @@ def _inherit_from_launcher(columns: EventColumns) -> None:
     launch_ts = columns["launch_ts"].copy()
     launch_ts[dev] = launch_ts[src]
     columns["launch_ts"] = launch_ts
-    # Device events on the same device share a device index: prefer the explicit arg, else the pid.
+    # Device events on the same device share a device index: prefer the explicit arg, else the pid (read
+    # once per distinct pid of those events).
     device = columns["device"].copy()
-    pids = columns["pid"]
-    for row in np.flatnonzero(is_kind(columns, *DEVICE_KINDS) & (device < 0)).tolist():
-        device[row] = _int_or(pids[row])
+    pid_codes, pid_values = columns.coded("pid")
+    no_device = np.flatnonzero(is_kind(columns, *DEVICE_KINDS) & (device < 0))
+    if len(no_device):
+        used, local = unique_codes(pid_codes[no_device], len(pid_values))
+        device[no_device] = np.array([_int_or(v) for v in pid_values[used].tolist()], dtype=np.int64)[local]
     columns["device"] = device
     # A launch whose op was a dtype-changing copy is a cast; an otherwise unknown kernel launched through
     # the driver (cuLaunchKernel / cuLaunchKernelEx, as Triton does) is a Triton kernel. A call whose device
-    # event blocks the host (a device-to-host copy into pageable memory) is a sync, whatever its name.
-    cat = columns["category"].copy()
-    names_ = columns["name"]
-    for row in dev.tolist():
-        launcher_row = src_of[row]
-        if cat[row] == "other" and names.is_triton_launch(names_[launcher_row]):
-            cat[row] = "triton"
-        if names.makes_launcher_sync(names_[row]):
-            cat[launcher_row] = "sync"
-    ops = columns["op"]
-    top = columns["top_op"]
-    parent = columns["parent_op"]
-    for row in dev.tolist():
-        if cat[row] != "copy":
-            continue
-        op = ops[row]
-        while op >= 0:
-            if names_[op] in names.CASTING_OPS:
-                cat[row] = "cast"
-                break
-            op = parent[op] if op != top[row] else -1
-    columns["category"] = cat
+    # event blocks the host (a device-to-host copy into pageable memory) is a sync, whatever its name. Each
+    # name is judged once; device rows are never launchers, so the rows' order does not matter.
+    cat_codes, cat_values = columns.coded("category")
+    cat_codes = cat_codes.copy()
+    cat_values = cat_values.tolist()
+    code = {c: i for i, c in enumerate(cat_values)}
+
+    def code_of(category: str) -> int:
+        if category not in code:
+            code[category] = len(cat_values)
+            cat_values.append(category)
+        return code[category]
+
+    name_codes, name_values = columns.coded("name")
+    name_list = name_values.tolist()
+
+    def by_name(rows: np.ndarray, test) -> np.ndarray:
+        used, local = unique_codes(name_codes[rows], len(name_list))
+        return np.array([bool(test(name_list[c])) for c in used.tolist()] or [False], dtype=bool)[local]
+
+    other = code.get("other", -1)
+    maybe_triton = dev[cat_codes[dev] == other] if other >= 0 else dev[:0]
+    if len(maybe_triton):
+        triton = maybe_triton[by_name(launcher[maybe_triton], names.is_triton_launch)]
+        cat_codes[triton] = code_of("triton")
+    if len(dev):
+        syncing = src[by_name(dev, names.makes_launcher_sync)]
+        cat_codes[syncing] = code_of("sync")
+    copy = code.get("copy", -1)
+    copies = dev[cat_codes[dev] == copy] if copy >= 0 else dev[:0]
+    if len(copies):
+        # Up the op chain from the launching op to the top op, all copies at once, a level per step.
+        ops, top, parent = columns["op"], columns["top_op"], columns["parent_op"]
+        is_cast = np.array([n in names.CASTING_OPS for n in name_list] or [False], dtype=bool)
+        rows, op = copies, ops[copies]
+        cast = np.zeros(len(columns), dtype=bool)
+        while len(rows):
+            live = op >= 0
+            rows, op = rows[live], op[live]
+            hit = is_cast[name_codes[op]]
+            cast[rows[hit]] = True
+            rows, op = rows[~hit], op[~hit]
+            op = np.where(op != top[rows], parent[op], -1)
+        cat_codes[cast] = code_of("cast")
+    columns.set_coded("category", cat_codes, _object_array(cat_values))
 
 
 def _allocation_dtypes_and_pairs(columns: EventColumns, store: OpArgsStore | None) -> None:
     """dtype of each allocation from its enclosing op; alloc <-> free pairing by device and address."""
     n = len(columns)
-    kinds = columns["kind"]
     dtype = np.full(n, "", dtype=object)
-    names_ = columns["name"]
-    ops = columns["op"]
-    parent = columns["parent_op"]
     is_alloc = is_kind(columns, "alloc")
     alloc_rows = np.flatnonzero(is_alloc)
-    memo: dict[int, str | None] = {}
-    by_args: dict[tuple, str | None] = {}
-    if store is not None and len(alloc_rows):   # where each allocating op's arguments are: one search for all
-        owners = ops[alloc_rows]
-        at = np.minimum(np.searchsorted(store.rows, owners), max(len(store.rows) - 1, 0))
-        found = (store.rows[at] == owners) if len(store.rows) else np.zeros(len(owners), dtype=bool)
-        store.known_positions = dict(zip(owners[found].tolist(), at[found].tolist()))
-    for row in alloc_rows.tolist():
-        dtype[row] = _op_output_dtype(int(ops[row]), names_, store, parent, memo, by_args) or ""
+    if len(alloc_rows):   # once per allocating op
+        owners, owner_of = np.unique(columns["op"][alloc_rows], return_inverse=True)
+        found = _op_output_dtypes(owners, columns["name"], store, columns["parent_op"])
+        dtype[alloc_rows] = _object_array([d or "" for d in found])[owner_of.reshape(-1)]
     # Memory events: device index from Device Id for any accelerator (CUDA 1, HIP 6, XPU 12, MPS 13, MTIA 19,
     # ...), -1 for host memory (Device Type 0). The codes are c10's DeviceType (kernlint.trace.dtypes).
     from kernlint.trace.dtypes import HOST_DEVICE_TYPE_CODES
@@ -773,19 +929,48 @@ def _allocation_dtypes_and_pairs(columns: EventColumns, store: OpArgsStore | Non
     addr = columns["addr"]
     ts = columns["ts"]
     mem = mem[np.isfinite(ts[mem])]  # an allocation with no usable time cannot be paired
-    open_allocs: dict[tuple[int, int], int] = {}
-    for row in mem[np.argsort(ts[mem], kind="stable")].tolist():
-        key = (int(device[row]), int(addr[row]))
-        if kinds[row] == "alloc":
-            open_allocs[key] = row
-        else:
-            a = open_allocs.pop(key, -1)
-            if a >= 0:
-                paired[a] = row
-                paired[row] = a
-                dtype[row] = dtype[a]
+    # In time order, each (device, address) is open from an alloc to the next free: a free pairs with the
+    # event just before it on its address when that is an alloc (a later alloc replaces an open one).
+    mem = mem[np.argsort(ts[mem], kind="stable")]
+    mem = mem[sorted_order(addr[mem], device[mem])]   # by address, each address's events in time order
+    if len(mem) > 1:
+        same = (device[mem[1:]] == device[mem[:-1]]) & (addr[mem[1:]] == addr[mem[:-1]])
+        pair = same & ~is_alloc[mem[1:]] & is_alloc[mem[:-1]]
+        frees, allocs = mem[1:][pair], mem[:-1][pair]
+        paired[allocs] = frees
+        paired[frees] = allocs
+        dtype[frees] = dtype[allocs]
     columns["dtype"] = dtype
     columns["paired"] = paired
+
+
+def _op_output_dtypes(ops: np.ndarray, names_, store: OpArgsStore | None, parent) -> list[str | None]:
+    """_op_output_dtype of each of `ops` (distinct, ascending): the ops' own arguments found in one search and
+    each form of them decoded once; a walk up the parents only from the ops whose own arguments say nothing."""
+    by_args: dict[tuple, str | None] = {}
+    own: list[str | None] = [None] * len(ops)
+    if store is not None and len(store.rows) and len(ops):
+        at = np.minimum(np.searchsorted(store.rows, ops), len(store.rows) - 1)
+        hit = np.flatnonzero(store.rows[at] == ops)
+        blob = store.blob
+        offsets = store.offsets[at[hit]]
+        # Ops repeat: a form is the name with Input type and Concrete Inputs (adjacent in the buffer). The
+        # forms are told apart by dicts and maps, not a Python loop per op.
+        both = list(map(blob.__getitem__, map(slice, offsets[:, 1].tolist(), offsets[:, 3].tolist())))
+        forms = list(zip(names_[ops[hit]].tolist(), both, (offsets[:, 2] - offsets[:, 1]).tolist()))
+        first = dict(zip(reversed(forms), range(len(forms) - 1, -1, -1)))   # each form's first op
+        decoded = {}
+        for form, i in first.items():
+            name, (o0, o1, o2, o3, o4) = form[0], offsets[i].tolist()
+            decoded[form] = by_args[(name, blob[o2:o3], blob[o1:o2])] = _dtype_from_args(
+                name, (blob[o0:o1], blob[o1:o2], blob[o2:o3], blob[o3:o4]))
+        for i, found in zip(hit.tolist(), map(decoded.__getitem__, forms)):
+            own[i] = found
+    if all(own):
+        return own
+    memo = {op: found for op, found in zip(ops.tolist(), own) if found}
+    return [found or _op_output_dtype(op, names_, store, parent, memo, by_args)
+            for found, op in zip(own, ops.tolist())]
 
 
 def _op_output_dtype(op: int, names_, store: OpArgsStore | None, parent, memo: dict, by_args: dict) -> str | None:
@@ -843,34 +1028,37 @@ def _work_flags(columns: EventColumns) -> None:
     An op in a working category does work; so does any op above a working op. A forwarding op
     (`contiguous`, `to`) with nothing below it was a no-op. Op-level (CPU) checks use this flag.
     """
-    cat = columns["category"]
-    names_ = columns["name"]
     parent = columns["parent_op"]
-    op_rows = np.flatnonzero(is_kind(columns, "op"))
+    is_op = is_kind(columns, "op")
+    op_rows = np.flatnonzero(is_op)
     has_child = np.zeros(len(columns), dtype=bool)
     child_parents = parent[op_rows]
     has_child[child_parents[child_parents >= 0]] = True
+    name_codes, name_values = columns.coded("name")
+    forwarding = np.array([n in _FORWARDING_OPS for n in name_values.tolist()] or [False], dtype=bool)
+    seeds = is_op & ~category_mask(columns, ("alloc", "view")) & (has_child | ~forwarding[name_codes])
+    # Every working op and every op above it: up the parent links a level at a time, stopping at ops
+    # already marked (their own ancestors are marked through them).
     work = np.zeros(len(columns), dtype=bool)
-    for row in op_rows.tolist():
-        if cat[row] in ("alloc", "view") or (not has_child[row] and names_[row] in _FORWARDING_OPS):
-            continue
-        p = row
-        while p >= 0 and not work[p]:
-            work[p] = True
-            p = parent[p]
+    rows = np.flatnonzero(seeds)
+    while len(rows):
+        work[rows] = True
+        rows = parent[rows]
+        rows = rows[rows >= 0]
+        rows = distinct_ints(rows[~work[rows]]) if len(rows) else rows
     columns["does_work"] = work
 
 
 def _sources(columns: EventColumns) -> None:
-    """`file.py:line` of each event's innermost user frame, worked out once per frame."""
+    """`file.py:line` of each event's innermost user frame, worked out once per frame name."""
     user = columns["user_frame"]
-    names_ = columns["name"]
     source = np.full(len(columns), None, dtype=object)
     rows = np.flatnonzero(user >= 0)
-    frames, inverse = np.unique(user[rows], return_inverse=True)
-    texts = np.empty(len(frames), dtype=object)
-    for i, f in enumerate(frames.tolist()):
-        file, line, _func = names.frame_parts(names_[f])
-        texts[i] = f"{file}:{line}" if file else names_[f]
-    source[rows] = texts[inverse.reshape(-1)]
+    name_codes, name_values = columns.coded("name")
+    used, local = unique_codes(name_codes[user[rows]], len(name_values))
+    texts = np.empty(len(used), dtype=object)
+    for i, name in enumerate(name_values[used].tolist()):
+        file, line, _func = names.frame_parts(name)
+        texts[i] = f"{file}:{line}" if file else name
+    source[rows] = texts[local]
     columns.set_object("source", source)   # None where there is no source

@@ -19,7 +19,7 @@ import numpy as np
 
 from kernlint.trace import names
 from kernlint.trace.event_columns import EventColumns
-from kernlint.trace.table import DEVICE_KINDS, EventTable, is_kind, recorded_launcher
+from kernlint.trace.table import DEVICE_KINDS, EventTable, category_mask, is_kind, recorded_launcher
 
 LAUNCH_CATEGORIES = ("launch", "memcpy_call")
 
@@ -83,8 +83,7 @@ def _compute(table: EventTable) -> WindowEdges:
     correlation = f["correlation"]
     ts = f["ts"]
     device = is_kind(f, *DEVICE_KINDS)
-    launches = np.flatnonzero(is_kind(f, "runtime") & np.isin(f["category"], LAUNCH_CATEGORIES)
-                              & (correlation >= 0))
+    launches = np.flatnonzero(is_kind(f, "runtime") & category_mask(f, LAUNCH_CATEGORIES) & (correlation >= 0))
     linked_calls = np.zeros(len(f), dtype=bool)
     linked_calls[launcher[device & (launcher >= 0)]] = True
     ran = launches[linked_calls[launches]]

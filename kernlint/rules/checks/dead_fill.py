@@ -87,7 +87,7 @@ def run(rule, table, index):
     problem = evidence_problem(table, index)
     if problem:
         return not_applicable(rule, problem)
-    if table.meta.profile_memory is False or not (index.kind == "alloc").any():
+    if table.meta.profile_memory is False or not len(index.rows_of(("alloc",))):
         return not_applicable(rule, "the trace has no [memory] events (record with profile_memory=True): a "
                               "buffer's lifetime is unknown")
     args = op_args(table)

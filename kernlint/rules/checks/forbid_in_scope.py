@@ -10,7 +10,7 @@ from kernlint.rules.filters import kind_filter, needs_a_filter, present_anywhere
 from kernlint.rules.noise import CONTEXT_SEVERITY, DATA_LOADING, under_data_loader
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.rows import EventFilter
-from kernlint.trace.table import DEVICE_KINDS
+from kernlint.trace.table import DEVICE_KINDS, category_mask
 
 
 class ForbidInScope(CheckSpec, tag="forbid-in-scope"):
@@ -47,8 +47,8 @@ def _blocking_launch_mask(index, flt: EventFilter) -> np.ndarray:
     launcher = index.launcher
     blocking = np.zeros(len(launcher), dtype=bool)
     linked = launcher >= 0
-    blocking[linked] = index.category[launcher[linked]] == "sync"
-    return flt.mask(index) | (unnamed & blocking & np.isin(index.kind, list(DEVICE_KINDS)))
+    blocking[linked] = category_mask(index.columns, ("sync",))[launcher[linked]]
+    return flt.mask(index) | (unnamed & blocking & index.is_kind(*DEVICE_KINDS))
 
 
 def run(rule, table, index):

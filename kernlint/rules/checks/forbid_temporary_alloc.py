@@ -19,7 +19,7 @@ def run(rule, table, index):
     check = rule.spec.check
     f = index.columns
     recorded = table.meta.profile_memory
-    if recorded is False or (recorded is None and not (index.kind == "alloc").any()):
+    if recorded is False or (recorded is None and not len(index.rows_of(("alloc",)))):
         # Without memory events a temporary is invisible: say so rather than pass.
         return not_applicable(rule, "the trace has no [memory] events (record with profile_memory=True)",
                               absent=True)

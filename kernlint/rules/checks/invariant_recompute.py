@@ -26,9 +26,8 @@ import numpy as np
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
 from kernlint.rules.fields import Pattern
 from kernlint.rules.result import decided, not_applicable
-from kernlint.trace.names import NAMED_PATTERNS
+from kernlint.trace.names import NAMED_PATTERNS, without_module_prefix
 from kernlint.trace.patterns import PatternError, compile_pattern
-from kernlint.trace.rows import display_name
 
 _INSTANCE_SUFFIX = re.compile(r"_\d+$")
 
@@ -61,53 +60,57 @@ def _repeated_unit(index) -> str | None:
     steps = compile_pattern(NAMED_PATTERNS["profiler-step-range"])
     names: dict[str, int] = defaultdict(int)
     step_count = 0
-    for r in np.flatnonzero(np.isin(index.kind, ["module", "annotation"])).tolist():
-        name = display_name(index, r)
-        if index.kind[r] == "annotation" and steps.search(name):
-            step_count += 1
+    for kind in ("module", "annotation"):   # each distinct name judged once, counted by its rows
+        rows, codes, uniques = index.names_of_kind(kind)
+        if not len(rows):
             continue
-        if index.is_container(r):
-            continue
-        names[(index.kind[r], _INSTANCE_SUFFIX.sub("", name))] += 1
+        counts = np.bincount(codes, minlength=len(uniques)).tolist()
+        first = np.full(len(uniques), -1, dtype=np.int64)
+        first[codes[::-1]] = rows[::-1]   # a row of each name: containers are told by kind and name
+        for name, count, row in zip(uniques.tolist(), counts, first.tolist()):
+            if not count:
+                continue
+            name = without_module_prefix(str(name)) if kind == "module" else str(name)
+            if kind == "annotation" and steps.search(name):
+                step_count += count
+                continue
+            if index.is_container(row):
+                continue
+            names[(kind, _INSTANCE_SUFFIX.sub("", name))] += count
     if step_count >= 2:
         return f"{step_count} profiler steps"
     repeated = sorted(n for (_, n), c in names.items() if c >= 2)
     return f"{repeated[0]} runs more than once" if repeated else None
 
 
-def _unit_of(index, row: int) -> tuple[int, int]:
-    m, a = int(index.module[row]), int(index.annotation[row])
-    return (m, a) if (m >= 0 or a >= 0) else (-1, -2 - int(index.user_frame[row]))
-
-
 def _chains(index, sources, ops):
     """Constant chains: lists of top-level op rows, per thread in time order."""
-    top = np.flatnonzero((index.kind == "op") & (index.parent_op < 0))
-    by_thread: dict[str, list[int]] = defaultdict(list)
-    for r in top[np.argsort(index.ts[top], kind="stable")].tolist():
-        by_thread[index.thread[r]].append(r)
-    verdict: dict[str, str] = {}
-
-    def role(r: int) -> str:
-        name = str(index.name[r])
-        got = verdict.get(name)
-        if got is None:
-            got = verdict[name] = ("source" if sources.search(name) else "op" if ops.search(name) else "")
-        return got
-
-    for rows in by_thread.values():
+    top = np.flatnonzero(index.is_kind("op") & (index.parent_op < 0))
+    top = top[np.argsort(index.ts[top], kind="stable")]
+    by_thread: dict[str, list[int]] = defaultdict(list)   # positions in `top`
+    for i, thread in enumerate(index.thread[top].tolist()):
+        by_thread[thread].append(i)
+    # Each distinct name's role (source, op or neither) judged once; the rows' units and times as lists.
+    codes, uniques = index.columns.coded("name")
+    present, local = np.unique(codes[top], return_inverse=True)
+    verdict = ["source" if sources.search(n) else "op" if ops.search(n) else "" for n in map(str, uniques[present])]
+    role = [verdict[i] for i in local.reshape(-1).tolist()]
+    m, a, f = index.module[top], index.annotation[top], index.user_frame[top]
+    structural = (m >= 0) | (a >= 0)   # a row's unit: (module, range), else its frame
+    unit = list(zip(np.where(structural, m, -1).tolist(), np.where(structural, a, -2 - f).tolist()))
+    ts, end, rows_of = index.ts[top].tolist(), index.end[top].tolist(), top.tolist()
+    for positions in by_thread.values():
         chain: list[int] = []
-        for r in rows:
-            kind = role(r)
-            if chain and kind and _unit_of(index, r) == _unit_of(index, chain[0]) \
-                    and index.ts[r] >= index.end[chain[-1]]:
-                chain.append(r)
+        for i in positions:
+            kind = role[i]
+            if chain and kind and unit[i] == unit[chain[0]] and ts[i] >= end[chain[-1]]:
+                chain.append(i)
                 continue
             if chain:
-                yield chain
-            chain = [r] if kind == "source" else []
+                yield [rows_of[j] for j in chain]
+            chain = [i] if kind == "source" else []
         if chain:
-            yield chain
+            yield [rows_of[j] for j in chain]
 
 
 def _signature(index, chain: list[int]) -> tuple:

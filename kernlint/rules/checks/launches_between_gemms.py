@@ -15,14 +15,12 @@ GEMMs in one layer is not applicable.
 """
 from __future__ import annotations
 
-from collections import defaultdict
-
 import msgspec
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
 from kernlint.rules.result import decided, not_applicable
-from kernlint.trace.table import DEVICE_KINDS
+from kernlint.trace.table import DEVICE_KINDS, category_mask, distinct_ints, sorted_order
 
 _LISTED = 8   # launches named in a finding's message
 
@@ -85,28 +83,153 @@ def _events(index, level: str):
         rows = rows[~unattributed]
         key = index.launch_ts
     else:
-        rows = np.flatnonzero((index.kind == "op") & (index.parent_op < 0) & index.does_work)
+        rows = np.flatnonzero(index.is_kind("op") & (index.parent_op < 0) & index.does_work)
         key = index.ts
-    by_thread: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for r in rows[np.argsort(key[rows], kind="stable")].tolist():
-        by_thread[(index.thread[r], int(index.replay[r]))].append(r)
+    by_thread: dict[tuple[str, int], list[int]] = {}
+    rows = rows[np.argsort(key[rows], kind="stable")]
+    if not len(rows):
+        return by_thread, skipped
+    # Streams in the order their first event is issued; each stream's events in issue order.
+    thread, replay = index.thread_code()[rows], index.replay[rows]
+    perm = sorted_order(replay, thread)
+    thread, replay = thread[perm], replay[perm]
+    starts = np.flatnonzero(np.concatenate([[True], (thread[1:] != thread[:-1]) | (replay[1:] != replay[:-1])]))
+    stops = np.append(starts[1:], len(rows))
+    for g in np.argsort(perm[starts], kind="stable").tolist():
+        stream = rows[perm[starts[g]:stops[g]]]
+        first = int(stream[0])
+        by_thread[(index.thread[first], int(index.replay[first]))] = stream.tolist()
     return by_thread, skipped
 
 
-def run(rule, table, index):
+class _UnitTrees:
+    """The range, module and frame trees of one index, containers left out, with the depth of each unit: the
+    chains of _owner_chain as arrays (only where every chain is in unit order: _unit_trees)."""
+
+    def __init__(self, index, container: np.ndarray):
+        self.ts, self.end = index.ts, index.end
+        n = len(self.ts)
+        self.start: dict[str, np.ndarray] = {}    # per column: each unit's first unit up (itself, or above)
+        self.parent: dict[str, np.ndarray] = {}   # the unit above, containers left out
+        self.depth: dict[str, np.ndarray] = {}
+        self.links = {c: getattr(index, c) for c in ("annotation", "module", "user_frame")}
+        for column, links in self.links.items():
+            skip = container if column != "user_frame" else np.zeros(n + 1, dtype=bool)
+            nodes = _nodes(links)
+            up = np.full(n + 1, -1, dtype=np.int64)   # index n (and so -1) stays -1
+            x = nodes.copy()
+            while True:   # past the containers
+                passing = (x >= 0) & skip[x]
+                if not passing.any():
+                    break
+                x[passing] = links[x[passing]]
+            up[nodes] = x
+            parent = np.full(n + 1, -1, dtype=np.int64)
+            parent[nodes] = up[links[nodes]]
+            depth = np.full(n + 1, -1, dtype=np.int64)
+            depth[nodes] = 0
+            above = parent[nodes]
+            while (above >= 0).any():
+                depth[nodes[above >= 0]] += 1
+                above = parent[above]
+            self.start[column], self.parent[column], self.depth[column] = up, parent, depth
+
+    def _first(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Of two units (-1: none), the one earlier in unit order: latest start, then earliest end; x on a tie
+        (the ranges' chain goes first into the stable sort)."""
+        ts, end = self.ts, self.end
+        both = (x >= 0) & (y >= 0)
+        xs, ys = np.where(both, x, 0), np.where(both, y, 0)
+        x_first = (ts[xs] > ts[ys]) | ((ts[xs] == ts[ys]) & (end[xs] <= end[ys]))
+        return np.where(both, np.where(x_first, x, y), np.where(x >= 0, x, y))
+
+    def _lowest_common(self, column: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        parent, depth = self.parent[column], self.depth[column]
+        x, y = x.copy(), y.copy()
+        none = (x < 0) | (y < 0)
+        x[none] = y[none] = -1
+        while True:   # to the same depth, then up together until they meet (at -1 where they do not)
+            deeper_x, deeper_y = depth[x] > depth[y], depth[y] > depth[x]
+            if not (deeper_x.any() or deeper_y.any()):
+                break
+            x[deeper_x] = parent[x[deeper_x]]
+            y[deeper_y] = parent[y[deeper_y]]
+        apart = x != y
+        while apart.any():
+            x[apart], y[apart] = parent[x[apart]], parent[y[apart]]
+            apart = x != y
+        return x
+
+    def _starts(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return tuple(self.start[c][self.links[c][rows]] if c != "user_frame" else self.links[c][rows]
+                     for c in ("annotation", "module", "user_frame"))
+
+    def innermost(self, rows: np.ndarray) -> np.ndarray:
+        """The first unit of each row's chain (-1 for an empty chain)."""
+        a, m, f = self._starts(rows)
+        return np.where((a >= 0) | (m >= 0), self._first(a, m), f)
+
+    def common(self, x_rows: np.ndarray, y_rows: np.ndarray) -> np.ndarray:
+        """The first unit of x's chain that is in y's chain (-1 for none)."""
+        xa, xm, xf = self._starts(x_rows)
+        ya, ym, yf = self._starts(y_rows)
+        x_structural, y_structural = (xa >= 0) | (xm >= 0), (ya >= 0) | (ym >= 0)
+        structural = self._first(self._lowest_common("annotation", xa, ya), self._lowest_common("module", xm, ym))
+        frames = self._lowest_common("user_frame", xf, yf)
+        return np.where(x_structural & y_structural, structural,
+                        np.where(~x_structural & ~y_structural, frames, -1))
+
+
+def _nodes(links: np.ndarray) -> np.ndarray:
+    """The rows a link column points at, ascending (np.unique by a mask: no sort of the rows)."""
+    present = np.zeros(len(links), dtype=bool)
+    present[links[links >= 0]] = True
+    return np.flatnonzero(present)
+
+
+def _unit_trees(index) -> _UnitTrees | None:
+    """The unit trees of the index, where every chain of units is in unit order already (each unit starts
+    after the one above it, or with it and ends no later; no time is NaN): else None."""
+    found = index.memo.get("launches-between-gemms-trees", False)
+    if found is not False:
+        return found
+    ts, end = index.ts, index.end
+    found = None
+    ordered = True
+    for column in ("annotation", "module", "user_frame"):
+        links = getattr(index, column)
+        nodes = _nodes(links)
+        parent = links[nodes]
+        has = parent >= 0
+        u, p = nodes[has], parent[has]
+        ordered &= bool(np.isfinite(ts[nodes]).all() and np.isfinite(end[nodes]).all()
+                        and ((ts[u] > ts[p]) | ((ts[u] == ts[p]) & (end[u] <= end[p]))).all())
+    if ordered:
+        container = np.zeros(len(ts) + 1, dtype=bool)
+        rows, codes, names_ = index.names_of_kind("annotation")
+        if len(rows):   # is_container asked once per distinct range name
+            first = np.full(len(names_), -1, dtype=np.int64)
+            first[codes[::-1]] = rows[::-1]
+            named = np.array([index.is_container(int(r)) if r >= 0 else False for r in first.tolist()], dtype=bool)
+            container[rows[named[codes]]] = True
+        found = _UnitTrees(index, container)
+    index.memo["launches-between-gemms-trees"] = found
+    return found
+
+
+def _pairs_one_by_one(rule, index, streams, is_gemm, listed_category, trees=None):
+    """(findings, pairs checked, pairs in a coarse unit), GEMM by GEMM: the definition (`trees` unused:
+    the signature of _pairs_by_arrays)."""
     spec = rule.spec.check
-    level = "kernel" if table.has_device_events else "op"
-    allowed = set(spec.device_categories if level == "kernel" else spec.op_categories)
     findings = []
     pairs = coarse_pairs = 0
     chains = index.table.derived.setdefault("launches_between_gemms_owners", {})
-    category = index.category
-    streams, skipped = _events(index, level)
     for rows in streams.values():
         last_gemm, last_owner, between, last_chain = -1, -1, [], []
-        for r in rows:
-            if category[r] == "gemm":
-                owner = int(index.top_op[r]) if index.top_op[r] >= 0 else r
+        tops = index.top_op[rows].tolist()
+        for r, gemm, top in zip(rows, is_gemm[rows].tolist(), tops):
+            if gemm:
+                owner = top if top >= 0 else r
                 if last_gemm >= 0 and owner == last_owner:
                     continue        # a second kernel of the same matmul
                 chain = _owner_chain(index, r, chains)
@@ -119,20 +242,82 @@ def run(rule, table, index):
                         common = -1
                     if common >= 0:
                         pairs += 1
-                        own = [e for e in between if category[e] in allowed
+                        own = [e for e in between if listed_category[e]
                                and next(iter(_owner_chain(index, e, chains)), -1) == common]
                         if len(own) > spec.max:
-                            scope = index.unit(common)
-                            listed = ", ".join(str(index.short_name[e]) for e in own[:_LISTED])
-                            if len(own) > _LISTED:
-                                listed += f", ... ({len(own) - _LISTED} more)"
-                            findings.append(make_finding(
-                                rule, index, own[spec.max], scope,
-                                f"{len(own)} elementwise/copy launches between two GEMMs of {scope.label}, at "
-                                f"most {spec.max} allowed: {listed}", None))
+                            findings.append(_finding(rule, index, common, own))
                 last_gemm, last_owner, between, last_chain = r, owner, [], chain
             elif last_gemm >= 0:
                 between.append(r)
+    return findings, pairs, coarse_pairs
+
+
+def _finding(rule, index, common: int, own: list[int]):
+    spec = rule.spec.check
+    scope = index.unit(common)
+    listed = ", ".join(str(index.short_name[e]) for e in own[:_LISTED])
+    if len(own) > _LISTED:
+        listed += f", ... ({len(own) - _LISTED} more)"
+    return make_finding(rule, index, own[spec.max], scope,
+                        f"{len(own)} elementwise/copy launches between two GEMMs of {scope.label}, at "
+                        f"most {spec.max} allowed: {listed}", None)
+
+
+def _pairs_by_arrays(rule, index, streams, is_gemm, listed_category, trees):
+    """_pairs_one_by_one for all GEMM pairs at once, where every unit chain is in unit order (_unit_trees):
+    a chain is then its innermost unit and the units above it, the common unit of two chains the innermost
+    of the lowest common range and the lowest common module (or of the frames), and an event's own unit the
+    innermost of its range and module."""
+    spec = rule.spec.check
+    lists = list(streams.values())
+    if not lists:
+        return [], 0, 0
+    events = np.fromiter((r for rows in lists for r in rows), dtype=np.int64, count=sum(map(len, lists)))
+    stream = np.repeat(np.arange(len(lists)), [len(rows) for rows in lists])
+    gemm_at = np.flatnonzero(is_gemm[events])
+    top = index.top_op[events[gemm_at]]
+    owner = np.where(top >= 0, top, events[gemm_at])
+    # A GEMM whose owner is the previous GEMM's (a second kernel of one matmul) is passed over.
+    taken = np.ones(len(gemm_at), dtype=bool)
+    taken[1:] = (owner[1:] != owner[:-1]) | (stream[gemm_at[1:]] != stream[gemm_at[:-1]])
+    at = gemm_at[taken]
+    pair = np.flatnonzero(stream[at[1:]] == stream[at[:-1]])   # pair k: GEMMs at[k] and at[k + 1]
+    if not len(pair):
+        return [], 0, 0
+    common = np.full(len(at) - 1, -1, dtype=np.int64)
+    common[pair] = trees.common(events[at[pair]], events[at[pair + 1]])
+    units = distinct_ints(common[common >= 0])
+    coarse = np.zeros(len(index.ts) + 1, dtype=bool)
+    coarse[units] = index.holds_coarse_units(units)
+    in_coarse = (common >= 0) & coarse[common]
+    common[in_coarse] = -1   # the two GEMMs meet in a unit of several layers, not in a layer
+    # Each listed launch between the GEMMs of a pair, issued by that pair's common unit itself.
+    between = np.flatnonzero(listed_category[events] & ~is_gemm[events])
+    k = np.searchsorted(at, between) - 1
+    ok = (k >= 0) & (k < len(common))
+    between, k = between[ok], k[ok]
+    ok = (stream[at[k + 1]] == stream[between]) & (common[k] >= 0)
+    between, k = between[ok], k[ok]
+    own = trees.innermost(events[between]) == common[k]
+    between, k = between[own], k[own]
+    counts = np.bincount(k, minlength=len(common))
+    findings = []
+    for p in np.flatnonzero(counts > spec.max).tolist():
+        lo, hi = np.searchsorted(k, p, "left"), np.searchsorted(k, p, "right")
+        findings.append(_finding(rule, index, int(common[p]), events[between[lo:hi]].tolist()))
+    return findings, int(np.count_nonzero(common >= 0)), int(np.count_nonzero(in_coarse))
+
+
+def run(rule, table, index):
+    spec = rule.spec.check
+    level = "kernel" if table.has_device_events else "op"
+    allowed = set(spec.device_categories if level == "kernel" else spec.op_categories)
+    is_gemm = category_mask(index.columns, ("gemm",))
+    listed_category = category_mask(index.columns, allowed)
+    streams, skipped = _events(index, level)
+    trees = _unit_trees(index)
+    walk = _pairs_by_arrays if trees is not None else _pairs_one_by_one
+    findings, pairs, coarse_pairs = walk(rule, index, streams, is_gemm, listed_category, trees)
     notes = []
     if skipped:
         notes.append(f"{skipped} kernel(s) replayed from CUDA graphs with no capture to attribute them were not "
