@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_load import base_trace, replicate  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent / "trace_speed"))
+from generate import grow  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 OPEN_TARGET_S, SIZE_TARGET_MB = 2.0, 5.0
@@ -80,12 +80,12 @@ def main() -> None:
         folder = Path(tmp)
         for fixture in fixtures:
             measure(fixture, f"{fixture.name[:30]} ({fixture.stat().st_size / 1e6:.1f} MB gz)", folder)
-        big = replicate(base_trace(), args.events)
-        path = folder / "big.pt.trace.json"
-        path.write_text(json.dumps(big))
-        label = f"{len(big['traceEvents']):,} events ({path.stat().st_size / 1e6:.0f} MB)"
-        del big
-        measure(path, label, folder)
+        # The regressed FP8 block linear recorded on the H200, repeated step by step (times and ids shifted).
+        src = sorted((REPO / "fixtures" / "traces" / "gpu").glob("block_regressed*.pt.trace.json.gz"))[0]
+        body = sum(e.get("ph") != "M" for e in json.loads(gzip.decompress(src.read_bytes()))["traceEvents"])
+        copies = max(1, args.events // body)
+        path = grow(src, 0, folder / "big.pt.trace.json", copies=copies)
+        measure(path, f"{copies * body:,} events ({path.stat().st_size / 1e6:.0f} MB)", folder)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@
    read by `load_trace` in a fresh process at the default cap (DEFAULT_MAX_TRACE_BYTES); the table gives
    the outcome (one TraceError expected), the wall time and the process's peak RSS, next to the RSS of a
    process that only imported kernlint.
-2. First pass: a realistic trace of about `--trace-mb` MB of JSON (an H200 fixture replicated with shifted
-   times and ids, as bench_load.py does), gzipped. Times: inflating it once while only counting (what a
+2. First pass: a realistic trace of about `--trace-mb` MB of JSON (an H200 fixture grown with shifted
+   times and ids, bench/trace_speed/generate.py), gzipped. Times: inflating it once while only counting (what a
    second pass costs when a trace is larger than KEEP_WHILE_COUNTING), `read_trace_bytes` as it runs by
    default, `read_trace_bytes` forced to two passes, and the whole `load_trace`, each in a fresh process.
 
@@ -76,16 +76,13 @@ def write_bomb(path: Path, gib: int, byte: bytes) -> float:
 
 def write_trace(path: Path, target_mb: int) -> int:
     """Run in a child process (--write-trace), so that this process stays small: a child inherits its
-    parent's peak RSS through fork and exec, and would report it as its own."""
-    from bench_load import base_trace, replicate
+    parent's peak RSS through fork and exec, and would report it as its own. The H200 decode fixture grown
+    to the size (bench/trace_speed/generate.py grow)."""
+    sys.path.insert(0, str(REPO / "bench" / "trace_speed"))
+    from generate import grow, json_size
 
-    base = base_trace()
-    one = len(json.dumps(base).encode())
-    events = len(base["traceEvents"])
-    big = replicate(base, max(events, int(events * target_mb * 1e6 / one)))
-    data = json.dumps(big).encode()
-    path.write_bytes(gzip.compress(data, compresslevel=6))
-    return len(data)
+    grow(REPO / "fixtures/traces/gpu-decode/large-decode-clean-range.pt.trace.json.gz", target_mb * 10**6, path)
+    return json_size(path)
 
 
 def main() -> int:

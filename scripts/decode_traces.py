@@ -40,6 +40,8 @@ from torch.nn import functional as F
 VARIANTS = ("clean", "item-sync", "mask-sync", "tolist-sync", "forced-sync", "pageable-upload",
             "host-tensor-upload", "round-trip")
 STYLES = ("steps", "range", "modules", "plain")
+# Recorded on request only (bench/trace_speed/generate.py): not one of the rule library's fixtures.
+EXTRA_STYLES = ("cut-stacks",)
 # What a rule family should say of each variant: the regressions each is meant to show.
 EXPECTED = {"clean": set(), "item-sync": {"family-R4"}, "mask-sync": {"family-R4"}, "tolist-sync": {"family-R4"},
             "forced-sync": {"family-R4"}, "pageable-upload": {"family-R5"}, "host-tensor-upload": {"family-R5"},
@@ -175,10 +177,13 @@ def record(variant: str, style: str, device: str, out: Path, *, layers: int = 4,
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "trace.json"
         # ProfilerStep#N ranges come with a schedule: one warm-up step, then `steps` recorded ones.
-        schedule = torch.profiler.schedule(wait=0, warmup=1, active=steps) if style == "steps" else None
+        # "cut-stacks": stacks recorded from a schedule's window, which opens inside running Python frames (as
+        # a serving loop's profile does): the frames the window cuts do not nest with the ones it holds.
+        windowed = style in ("steps", "cut-stacks")
+        schedule = torch.profiler.schedule(wait=0, warmup=1, active=steps) if windowed else None
         with profile(activities=activities, record_shapes=rich, profile_memory=rich, schedule=schedule,
                      on_trace_ready=(lambda p: p.export_chrome_trace(str(raw))) if schedule else None,
-                     with_stack=style in ("range", "modules"), with_modules=style == "modules") as prof:
+                     with_stack=style in ("range", "modules", "cut-stacks"), with_modules=style == "modules") as prof:
             for _ in range(steps + (1 if schedule else 0)):
                 if style == "range":
                     with record_function("decode_step"):
@@ -199,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS)
-    parser.add_argument("--styles", nargs="*", default=list(STYLES), choices=STYLES)
+    parser.add_argument("--styles", nargs="*", default=list(STYLES), choices=STYLES + EXTRA_STYLES)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--batch", type=int, default=8)

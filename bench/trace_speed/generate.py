@@ -4,6 +4,8 @@
     # on the H200: a decode loop of 32 small layers plus kernlint's FP8 linear, with stacks, shapes and memory,
     # recorded with as many steps as it takes to reach about --size bytes of JSON
     python bench/trace_speed/generate.py record --size 150MB --out /tmp/ts/decode-150MB.pt.trace.json.gz
+    # the same with stacks from a profiler schedule's window: Python frames that do not nest
+    python bench/trace_speed/generate.py record --style cut-stacks --size 20MB --out /tmp/ts/cut-20MB.pt.trace.json.gz
     # anywhere: a recorded trace repeated step by step (times shifted, ids renumbered) to about --size bytes
     python bench/trace_speed/generate.py grow SRC --size 1GB --out /tmp/ts/decode-1GB.pt.trace.json
 
@@ -40,16 +42,16 @@ def json_size(path: Path) -> int:
         return sum(len(chunk) for chunk in iter(lambda: f.read(1 << 20), b""))
 
 
-def record(size: int, out: Path, layers: int, batch: int) -> Path:
+def record(size: int, out: Path, layers: int, batch: int, style: str = "range") -> Path:
     sys.path.insert(0, str(REPO / "scripts"))
     import decode_traces  # the decode-step model the rule library was tried on
 
     with tempfile.TemporaryDirectory() as tmp:
-        probe = decode_traces.record("clean", "range", "cuda", Path(tmp) / "probe.json.gz", layers=layers,
+        probe = decode_traces.record("clean", style, "cuda", Path(tmp) / "probe.json.gz", layers=layers,
                                      steps=2, batch=batch, fp8=True)
         per_step = json_size(probe) / 2
     steps = max(1, round(size / per_step))
-    decode_traces.record("clean", "range", "cuda", out, layers=layers, steps=steps, batch=batch, fp8=True)
+    decode_traces.record("clean", style, "cuda", out, layers=layers, steps=steps, batch=batch, fp8=True)
     print(f"{out}: {steps} steps, {json_size(out) / 1e6:.0f} MB of JSON", flush=True)
     return out
 
@@ -110,13 +112,16 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("--out", type=Path, required=True)
     rec.add_argument("--layers", type=int, default=32)
     rec.add_argument("--batch", type=int, default=8)
+    rec.add_argument("--style", choices=("range", "cut-stacks"), default="range",
+                     help="range: stacks inside a record_function range; cut-stacks: stacks from a profiler "
+                          "schedule's window, whose Python frames do not nest (the window cuts running frames)")
     gr = sub.add_parser("grow", help="repeat a recorded trace to a size")
     gr.add_argument("src", type=Path)
     gr.add_argument("--size", type=parse_size, required=True)
     gr.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.command == "record":
-        record(args.size, args.out, args.layers, args.batch)
+        record(args.size, args.out, args.layers, args.batch, args.style)
     else:
         grow(args.src, args.size, args.out)
     return 0
