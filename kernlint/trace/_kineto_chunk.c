@@ -1297,52 +1297,6 @@ static int is_skipped(Ctx *x, const Event *e, int *skipped)
     return OK;
 }
 
-static int parse_chunk(Ctx *x)
-{
-    Cursor *c = &x->c;
-    Event e;
-    int rc, skipped, k;
-    skip_ws(c);
-    if (c->p >= c->end || *c->p != '[')
-        return FALLBACK;
-    c->p++;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == ']') {
-        c->p++;
-    } else {
-        for (;;) {
-            if ((rc = parse_event(x, &e)) != OK)
-                return rc;
-            if ((rc = is_skipped(x, &e, &skipped)) != OK)
-                return rc;
-            if (skipped)
-                x->others++;
-            else if ((rc = keep_event(x, &e)) != OK)
-                return rc;
-            skip_ws(c);
-            if (c->p >= c->end)
-                return FALLBACK;
-            if (*c->p == ',') {
-                c->p++;
-                skip_ws(c);
-                continue;
-            }
-            if (*c->p == ']') {
-                c->p++;
-                break;
-            }
-            return FALLBACK;
-        }
-    }
-    skip_ws(c);
-    if (c->p != c->end)
-        return FALLBACK;
-    for (k = 0; k < 5; k++)
-        if (x->int_text[k] && x->int_big[k])
-            return FALLBACK;
-    return OK;
-}
-
 /* Up to max_events elements of the trace's event array, from c->p (just after the array's '[' when
  * `first`, else just after a ','). *status: EV_FULL (max_events read, c->p after the ',' that follows the
  * last), EV_DONE (the array closed, c->p after its ']'). FALLBACK for anything else, a truncated buffer
@@ -1394,6 +1348,21 @@ static int parse_events_at(Ctx *x, Py_ssize_t max_events, int first, int *status
         if (x->int_text[k] && x->int_big[k])
             return FALLBACK;
     return OK;
+}
+
+/* One whole chunk: a JSON array of events and nothing after it (white space aside). */
+static int parse_chunk(Ctx *x)
+{
+    Cursor *c = &x->c;
+    int rc, status;
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != '[')
+        return FALLBACK;
+    c->p++;
+    if ((rc = parse_events_at(x, PY_SSIZE_T_MAX, 1, &status)) != OK)
+        return rc;
+    skip_ws(c);
+    return c->p == c->end ? OK : FALLBACK;
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -1529,34 +1498,6 @@ PyDoc_STRVAR(decode_chunk_doc,
 "uniques, arg_rows, arg_lengths, arg_blob); None where anything is outside the plain case (the Python path\n"
 "then decodes the chunk). See the module source for the layout.");
 
-static PyObject *decode_chunk(PyObject *module, PyObject *arg)
-{
-    Py_buffer view;
-    Ctx x;
-    int rc;
-    PyObject *result = NULL;
-    (void)module;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) != 0)
-        return NULL;
-    memset(&x, 0, sizeof(x));
-    for (rc = 0; rc < 5; rc++)
-        x.last_int_code[rc] = -1;
-    x.c.base = x.c.p = (cptr)view.buf;
-    x.c.end = x.c.base + view.len;
-    rc = parse_chunk(&x);
-    if (rc == OK) {
-        result = build_result(&x);
-    } else if (rc == NOMEM) {
-        PyErr_NoMemory();
-    } else {
-        result = Py_None;
-        Py_INCREF(result);
-    }
-    ctx_free(&x);
-    PyBuffer_Release(&view);
-    return result;
-}
-
 static void ctx_init(Ctx *x, cptr base, Py_ssize_t len, Py_ssize_t start)
 {
     int k;
@@ -1566,6 +1507,54 @@ static void ctx_init(Ctx *x, cptr base, Py_ssize_t len, Py_ssize_t start)
     x->c.base = base;
     x->c.p = base + start;
     x->c.end = base + len;
+}
+
+/* What a decode answers after parsing (rc): the columns, with (status, next) before them when
+ * `with_position`; None for the Python path; NULL with MemoryError. Frees the context. */
+static PyObject *decode_answer(Ctx *x, int rc, int status, int with_position)
+{
+    PyObject *result = NULL, *columns;
+    if (rc == OK) {
+        columns = build_result(x);
+        if (columns == NULL || columns == Py_None || !with_position)
+            result = columns;
+        else
+            result = Py_BuildValue("(inN)", status, (Py_ssize_t)(x->c.p - x->c.base), columns);
+    } else if (rc == NOMEM) {
+        PyErr_NoMemory();
+    } else {
+        result = Py_None;
+        Py_INCREF(result);
+    }
+    ctx_free(x);
+    return result;
+}
+
+static PyObject *decode_chunk(PyObject *module, PyObject *arg)
+{
+    Py_buffer view;
+    Ctx x;
+    PyObject *result;
+    (void)module;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) != 0)
+        return NULL;
+    ctx_init(&x, (cptr)view.buf, view.len, 0);
+    result = decode_answer(&x, parse_chunk(&x), EV_DONE, 0);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* (buf, start, max_events, first) of decode_events_at and skip_events; -1 with an exception set. */
+static int at_arguments(PyObject *args, Py_buffer *view, Py_ssize_t *start, Py_ssize_t *max_events, int *first)
+{
+    if (!PyArg_ParseTuple(args, "y*nnp", view, start, max_events, first))
+        return -1;
+    if (*start < 0 || *start > view->len || *max_events < 1) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "start out of range or max_events < 1");
+        return -1;
+    }
+    return 0;
 }
 
 PyDoc_STRVAR(decode_events_at_doc,
@@ -1581,31 +1570,13 @@ static PyObject *decode_events_at(PyObject *module, PyObject *args)
     Py_ssize_t start, max_events;
     int first, rc, status = EV_FULL;
     Ctx x;
-    PyObject *columns, *result = NULL;
+    PyObject *result;
     (void)module;
-    if (!PyArg_ParseTuple(args, "y*nnp", &view, &start, &max_events, &first))
+    if (at_arguments(args, &view, &start, &max_events, &first) != 0)
         return NULL;
-    if (start < 0 || start > view.len || max_events < 1) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "start out of range or max_events < 1");
-        return NULL;
-    }
     ctx_init(&x, (cptr)view.buf, view.len, start);
     rc = parse_events_at(&x, max_events, first, &status);
-    if (rc == OK) {
-        columns = build_result(&x);
-        if (columns == Py_None) {
-            result = columns;
-        } else if (columns != NULL) {
-            result = Py_BuildValue("(inN)", status, (Py_ssize_t)(x.c.p - x.c.base), columns);
-        }
-    } else if (rc == NOMEM) {
-        PyErr_NoMemory();
-    } else {
-        result = Py_None;
-        Py_INCREF(result);
-    }
-    ctx_free(&x);
+    result = decode_answer(&x, rc, status, 1);
     PyBuffer_Release(&view);
     return result;
 }
@@ -1624,13 +1595,8 @@ static PyObject *skip_events(PyObject *module, PyObject *args)
     Cursor c;
     Value v;
     (void)module;
-    if (!PyArg_ParseTuple(args, "y*nnp", &view, &start, &max_events, &first))
+    if (at_arguments(args, &view, &start, &max_events, &first) != 0)
         return NULL;
-    if (start < 0 || start > view.len || max_events < 1) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "start out of range or max_events < 1");
-        return NULL;
-    }
     c.base = (cptr)view.buf;
     c.p = c.base + start;
     c.end = c.base + view.len;

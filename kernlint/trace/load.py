@@ -299,10 +299,8 @@ def read_trace_bytes(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> by
     A gzip trace comes back as a bytearray (filled in place, not copied); msgspec decodes either."""
     try:
         with open(path, "rb") as raw:
-            size = os.fstat(raw.fileno()).st_size
-            magic = raw.read(2)
-            raw.seek(0)
-            if magic == _GZIP_MAGIC:
+            size, gzipped = _size_and_gzip(raw)
+            if gzipped:
                 data = _gunzip(raw, path, max_bytes, size)
             else:
                 if path.name.endswith(".gz"):
@@ -329,6 +327,14 @@ def read_trace_bytes(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> by
     return _not_empty(data, path)
 
 
+def _size_and_gzip(raw) -> tuple[int, bool]:
+    """(size, whether gzip by its magic bytes) of an open trace file, left at its start."""
+    size = os.fstat(raw.fileno()).st_size
+    gzipped = raw.read(2) == _GZIP_MAGIC
+    raw.seek(0)
+    return size, gzipped
+
+
 def _not_empty(data: bytes | bytearray, path: Path) -> bytes | bytearray:
     if not data or data.isspace():
         raise TraceError(path, "file is empty")
@@ -343,10 +349,8 @@ def stream_trace(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
     Raises the TraceErrors of read_trace_bytes for what streaming reads (too large, damaged gzip)."""
     try:
         with open(path, "rb") as raw:
-            size = os.fstat(raw.fileno()).st_size
-            magic = raw.read(2)
-            raw.seek(0)
-            if magic == _GZIP_MAGIC:
+            size, gzipped = _size_and_gzip(raw)
+            if gzipped:
                 stream = EventStream(path, _json_size_estimate(raw, size))
                 _inflate(raw, path, max_bytes, stream)
             else:
