@@ -77,12 +77,13 @@ def compare_checked(baseline: Any, checked: Sequence, *, baseline_path: str = ""
     """A kernlint.baseline.Baseline against checked traces that carry their baseline parts
     (summarize_trace(..., baseline_part=True)): a kernlint.baseline.BaselineComparison."""
     from kernlint.baseline import compare_with_baseline
-    from kernlint.baseline.profile import profiles_from_runs
+    from kernlint.baseline.profile import named_as_in_baseline, profiles_from_runs
 
     missing = [c.summary.path for c in checked if c.summary.baseline_runs is None]
     if missing:
         raise ValueError(f"{missing[0]} was summarized without its baseline part (baseline_part=True)")
-    return compare_with_baseline(baseline, [], programs=profiles_from_runs([c.summary.baseline_runs for c in checked]),
+    parts = named_as_in_baseline([c.summary.baseline_runs for c in checked], baseline.programs)
+    return compare_with_baseline(baseline, [], programs=profiles_from_runs(parts),
                                  environments=[c.summary.environment for c in checked], baseline_path=baseline_path,
                                  limits=limits, strict_env=strict_env, strict_timing=strict_timing)
 

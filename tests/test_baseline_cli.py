@@ -170,6 +170,33 @@ def test_record_from_a_workload_and_run_against_it_on_the_cpu(tmp_path):
         "KL801": "passed", "KL802": "passed", "KL805": "passed"}
 
 
+def test_a_workload_baseline_meets_the_ranks_of_a_run_of_that_workload(tmp_path):
+    """`baseline record --workload fp8-tp-mlp` names the programs `fp8-tp-mlp/rank r`, where the traces of
+    `kernlint run fp8-tp-mlp` name them `rank r`: the run's metadata (workload, beside each trace) makes them
+    meet. Before, the baseline compared nothing (exit 4) on every run of a distributed workload."""
+    ranks = ROOT / "fixtures" / "traces" / "cpu-gloo" / "fp8-tp-mlp"
+    by_rank = tmp_path / "by-rank.json"
+    assert kernlint("baseline", "record", ranks, "-o", by_rank, "--isolated", cwd=tmp_path).exit_code == 0
+    data = json.loads(by_rank.read_text())
+    assert sorted(data["programs"]) == ["rank 0", "rank 1"]
+    data["programs"] = {f"fp8-tp-mlp/{name}": p for name, p in data["programs"].items()}   # as --workload names them
+    by_workload = tmp_path / "by-workload.json"
+    by_workload.write_text(json.dumps(data))
+    for baseline in (by_rank, by_workload):
+        result = kernlint("check", ranks, "--baseline", baseline, "--select", "KL801,KL802", "--format", "json",
+                          "--isolated", cwd=tmp_path)
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.output)
+        compared = [t for t in report["traces"] if t["path"].startswith("baseline ")]
+        assert {r["rule"]: r["status"] for r in compared[0]["rules"]} == {"KL801": "passed", "KL802": "passed"}
+        assert "compares nothing" not in result.output
+    other = tmp_path / "other-workload.json"
+    data["programs"] = {f"fp8-other/{name}": p for name, p in json.loads(by_rank.read_text())["programs"].items()}
+    other.write_text(json.dumps(data))
+    result = kernlint("check", ranks, "--baseline", other, "--select", "KL801", "--isolated", cwd=tmp_path)
+    assert result.exit_code == 4 and "compares nothing" in result.output   # another workload's: not matched
+
+
 def test_record_warns_when_one_program_holds_runs_of_another_sequence(tmp_path):
     """Two unrelated traces given as runs of one program: the odd one is left out, and the user is told."""
     out = tmp_path / "b.json"

@@ -7,12 +7,14 @@ timing samples, so a data-dependent dispatch never mixes two kernels' times.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
+from kernlint.baseline.environment import sidecar_metadata
 from kernlint.baseline.model import Launch, ProgramProfile, ScopeProfile
 from kernlint.baseline.stats import timer_quantum
 from kernlint.trace.names import named_pattern
@@ -180,6 +182,7 @@ class TraceRuns:
     unattributed: int
     sequences: list[_Sequence]
     runs: list[tuple[int, np.ndarray]]        # (sequence, duration per position; 0 at syncs)
+    workload: str | None = None               # the workload `kernlint run` recorded it from (run metadata)
 
 
 def trace_runs(table: EventTable) -> TraceRuns:
@@ -199,7 +202,27 @@ def trace_runs(table: EventTable) -> TraceRuns:
                                 op=e.launch.op, source=e.launch.source)) for e in run]
             sequences.append(_Sequence(key, launches, _allocations(table, index, start, stop, labels)))
         runs.append((seen[key], np.array([e.launch.us[0] if e.launch.us else 0.0 for e in run], dtype=np.float64)))
-    return TraceRuns(table.path, program_name(table), basis, unattributed, sequences, runs)
+    return TraceRuns(table.path, program_name(table), basis, unattributed, sequences, runs, _workload_of(table))
+
+
+def _workload_of(table: EventTable) -> str | None:
+    meta = table.meta.run_metadata or sidecar_metadata(table.path) or {}
+    workload = meta.get("workload") if isinstance(meta, dict) else None
+    return workload if isinstance(workload, str) and workload else None
+
+
+def named_as_in_baseline(parts: list[TraceRuns], baseline_programs) -> list[TraceRuns]:
+    """Each part under the name its program has in the baseline: a baseline recorded with `--workload W`
+    names programs `W` and `W/rank r` where traces name them `trace` and `rank r`. A part recorded from
+    workload W (its run metadata) takes W's name when the baseline has that name and not the trace's."""
+    out = []
+    for part in parts:
+        if part.workload and part.program not in baseline_programs:
+            alias = part.workload if part.program == "trace" else f"{part.workload}/{part.program}"
+            if alias in baseline_programs:
+                part = dataclasses.replace(part, program=alias)
+        out.append(part)
+    return out
 
 
 def profile_program(tables: list[EventTable]) -> ProgramProfile:
@@ -249,9 +272,10 @@ def program_name(table: EventTable) -> str:
     return "trace" if table.meta.rank is None else f"rank {table.meta.rank}"
 
 
-def profile_traces(tables: list[EventTable]) -> dict[str, ProgramProfile]:
-    """The traces' programs by rank: the traces of one rank are repeated runs of one program."""
-    return profiles_from_runs([trace_runs(t) for t in tables])
+def profile_traces(tables: list[EventTable], baseline_programs=()) -> dict[str, ProgramProfile]:
+    """The traces' programs by rank: the traces of one rank are repeated runs of one program; named as in a
+    baseline that holds `baseline_programs` (named_as_in_baseline)."""
+    return profiles_from_runs(named_as_in_baseline([trace_runs(t) for t in tables], baseline_programs))
 
 
 def profiles_from_runs(parts: list[TraceRuns]) -> dict[str, ProgramProfile]:

@@ -34,7 +34,7 @@ def compare_with_baseline(baseline: Baseline, tables: list[EventTable], *, basel
                           strict_timing: bool = False) -> BaselineComparison:
     """The traces (repeated runs, one program per rank) against the baseline. `programs` and
     `environments` override what is derived from the tables (an audit names programs by workload)."""
-    programs = programs if programs is not None else profile_traces(tables)
+    programs = programs if programs is not None else profile_traces(tables, baseline.programs)
     envs = environments if environments is not None else [trace_environment(t) for t in tables]
     warnings = environment_warnings(baseline.environment, envs)
     return compare(baseline, programs, baseline_path=baseline_path, limits=limits, environment_warnings=warnings,
