@@ -217,7 +217,7 @@ def test_window_stays_small_while_the_whole_path_holds_the_json(monkeypatch):
     path = _trace_file(text, gz=True)
     try:
         streamed = load.stream_trace(path)
-        assert isinstance(streamed, tuple) and streamed[1].n == 20_000
+        assert isinstance(streamed, tuple) and streamed[1].n == 20_000 and streamed[2] == len(text)
         assert len(text) > 2_500_000 and max(held) < 200_000
     finally:
         path.unlink()

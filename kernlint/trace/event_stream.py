@@ -69,6 +69,12 @@ class EventStream:
         self._keys = 0                # "traceEvents" strings met
         self._carry = b""             # the last bytes of the previous block (a key split between blocks)
         self._assembly: ColumnAssembly | None = None
+        self._read = 0
+
+    @property
+    def json_bytes(self) -> int:
+        """The bytes of JSON read so far."""
+        return self._read
 
     @property
     def streaming(self) -> bool:
@@ -81,6 +87,7 @@ class EventStream:
         return self._buf
 
     def __call__(self, block: bytes) -> None:
+        self._read += len(block)
         if self._done:
             self._count_keys(block)
             self._tail.append(block)

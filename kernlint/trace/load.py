@@ -342,10 +342,11 @@ def _not_empty(data: bytes | bytearray, path: Path) -> bytes | bytearray:
 
 
 def stream_trace(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
-                 captures: Iterable[Path] = ()) -> tuple[RawTrace, RawColumns] | bytes | bytearray | None:
-    """A trace read as a stream (kernlint.trace.event_stream): its top level and its events' columns, with
-    the capture windows of `captures` merged in; or its bytes, when it is small enough to be read whole; or
-    None where it cannot be streamed (read it whole: read_trace_bytes and decode_trace say what is wrong).
+                 captures: Iterable[Path] = ()) -> tuple[RawTrace, RawColumns, int] | bytes | bytearray | None:
+    """A trace read as a stream (kernlint.trace.event_stream): its top level, its events' columns (with the
+    capture windows of `captures` merged in) and its size in bytes of JSON; or its bytes, when it is small
+    enough to be read whole; or None where it cannot be streamed (read it whole: read_trace_bytes and
+    decode_trace say what is wrong).
     Raises the TraceErrors of read_trace_bytes for what streaming reads (too large, damaged gzip)."""
     try:
         with open(path, "rb") as raw:
@@ -366,7 +367,7 @@ def stream_trace(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
         if not stream.streaming:
             return _not_empty(stream.whole, path)
         extra = [e for k, c in enumerate(captures, start=1) for e in capture_window_events(c, max_bytes, k)]
-        return stream.finish(extra)
+        return (*stream.finish(extra), stream.json_bytes)
     except (OSError, StreamFallback):
         return None
 
@@ -647,7 +648,7 @@ def load_trace(path: str | Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
     try:
         streamed = stream_trace(path, max_bytes, captures)
         if isinstance(streamed, tuple):   # a large trace, its events decoded as it was read
-            raw, columns = streamed
+            raw, columns, size = streamed
         else:
             data = streamed if streamed is not None else read_trace_bytes(path, max_bytes)
             size = len(data)
