@@ -197,6 +197,21 @@ def test_a_workload_baseline_meets_the_ranks_of_a_run_of_that_workload(tmp_path)
     assert result.exit_code == 4 and "compares nothing" in result.output   # another workload's: not matched
 
 
+def test_trace_programs_take_their_workload_names_only_where_the_baseline_has_them():
+    from kernlint.baseline.profile import TraceRuns, named_as_in_baseline
+
+    def part(program, workload="fp8-tp-mlp", world=2):
+        return TraceRuns("t.json", program, "device", 0, [], [], workload, world)
+
+    baseline = {"fp8-tp-mlp/rank 0", "fp8-tp-mlp/rank 1", "fp8-dummy-init", "rank 5"}
+    named = named_as_in_baseline([part("rank 0"), part("rank 1"), part("rank 5"), part("rank 2"),
+                                  part("trace", "fp8-dummy-init", None), part("rank 0", None),
+                                  part("rank 0", "fp8-dummy-init", 1), part("rank 0", "fp8-dummy-init", 2)],
+                                 baseline)
+    assert [p.program for p in named] == ["fp8-tp-mlp/rank 0", "fp8-tp-mlp/rank 1", "rank 5", "rank 2",
+                                          "fp8-dummy-init", "rank 0", "fp8-dummy-init", "rank 0"]
+
+
 def test_record_warns_when_one_program_holds_runs_of_another_sequence(tmp_path):
     """Two unrelated traces given as runs of one program: the odd one is left out, and the user is told."""
     out = tmp_path / "b.json"

@@ -183,6 +183,7 @@ class TraceRuns:
     sequences: list[_Sequence]
     runs: list[tuple[int, np.ndarray]]        # (sequence, duration per position; 0 at syncs)
     workload: str | None = None               # the workload `kernlint run` recorded it from (run metadata)
+    world: int | None = None                  # and that run's number of ranks
 
 
 def trace_runs(table: EventTable) -> TraceRuns:
@@ -202,24 +203,30 @@ def trace_runs(table: EventTable) -> TraceRuns:
                                 op=e.launch.op, source=e.launch.source)) for e in run]
             sequences.append(_Sequence(key, launches, _allocations(table, index, start, stop, labels)))
         runs.append((seen[key], np.array([e.launch.us[0] if e.launch.us else 0.0 for e in run], dtype=np.float64)))
-    return TraceRuns(table.path, program_name(table), basis, unattributed, sequences, runs, _workload_of(table))
+    return TraceRuns(table.path, program_name(table), basis, unattributed, sequences, runs, *_workload_of(table))
 
 
-def _workload_of(table: EventTable) -> str | None:
+def _workload_of(table: EventTable) -> tuple[str | None, int | None]:
     meta = table.meta.run_metadata or sidecar_metadata(table.path) or {}
-    workload = meta.get("workload") if isinstance(meta, dict) else None
-    return workload if isinstance(workload, str) and workload else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("workload"), str) or not meta["workload"]:
+        return None, None
+    world = meta.get("world_size")
+    return meta["workload"], world if isinstance(world, int) and not isinstance(world, bool) else None
 
 
 def named_as_in_baseline(parts: list[TraceRuns], baseline_programs) -> list[TraceRuns]:
     """Each part under the name its program has in the baseline: a baseline recorded with `--workload W`
     names programs `W` and `W/rank r` where traces name them `trace` and `rank r`. A part recorded from
-    workload W (its run metadata) takes W's name when the baseline has that name and not the trace's."""
+    workload W (its run metadata) takes W's name when the baseline has that name and not the trace's (the
+    one rank of a one-rank run is W itself, as a one-rank recording names it)."""
     out = []
     for part in parts:
         if part.workload and part.program not in baseline_programs:
-            alias = part.workload if part.program == "trace" else f"{part.workload}/{part.program}"
-            if alias in baseline_programs:
+            aliases = [part.workload] if part.program == "trace" else [f"{part.workload}/{part.program}"]
+            if part.program == "rank 0" and part.world == 1:
+                aliases.append(part.workload)
+            alias = next((a for a in aliases if a in baseline_programs), None)
+            if alias is not None:
                 part = dataclasses.replace(part, program=alias)
         out.append(part)
     return out
