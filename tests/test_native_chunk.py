@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernlint.trace import columns as C
-from kernlint.trace import load
 from kernlint.trace import native_chunk as glue
 from kernlint.trace.load import decode_trace, find_trace_files, read_trace_bytes
 from kernlint.trace.native_chunk import DecodedChunk, add_chunk_native, native_module
+from kernlint.trace.schema import trace_decoder
 
 REPO = Path(__file__).resolve().parents[1]
 TRACE_ROOTS = [p for p in (REPO / "fixtures", REPO.parent / "shared" / "traces-external") if p.is_dir()]
@@ -92,7 +92,7 @@ def raw_events(path: Path) -> list:
     this file's time; the forms it alone reads (the bare array, BOMs, bare N/A) go through it."""
     data = read_trace_bytes(path)
     try:
-        return load._trace_decoder.decode(data).trace_events
+        return trace_decoder.decode(data).trace_events
     except msgspec.MsgspecError:
         return decode_trace(data, path).trace_events
 

@@ -39,6 +39,16 @@ def sidecar_metadata(trace_path: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+_RUN_METADATA_KEY = "run-metadata"
+
+
+def run_metadata_of(table: EventTable) -> dict[str, Any] | None:
+    """A trace's run metadata: embedded in it, else the `.run.json` beside it (read once per table)."""
+    if _RUN_METADATA_KEY not in table.derived:
+        table.derived[_RUN_METADATA_KEY] = table.meta.run_metadata or sidecar_metadata(table.path)
+    return table.derived[_RUN_METADATA_KEY]
+
+
 def environment_of(metadata: dict[str, Any] | None, table: EventTable | None = None) -> dict[str, Any]:
     """The facts that decide whether timings compare: GPU model, driver, versions, clocks, throttling and
     other processes on the GPU. Only what is known is present."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernlint.baseline.environment import sidecar_metadata
+from kernlint.baseline.environment import run_metadata_of
 from kernlint.baseline.model import Launch, ProgramProfile, ScopeProfile
 from kernlint.baseline.stats import timer_quantum
 from kernlint.trace.names import named_pattern
@@ -207,7 +207,7 @@ def trace_runs(table: EventTable) -> TraceRuns:
 
 
 def _workload_of(table: EventTable) -> tuple[str | None, int | None]:
-    meta = table.meta.run_metadata or sidecar_metadata(table.path) or {}
+    meta = run_metadata_of(table) or {}
     if not isinstance(meta, dict) or not isinstance(meta.get("workload"), str) or not meta["workload"]:
         return None, None
     world = meta.get("world_size")

@@ -6,7 +6,7 @@ from typing import Any
 
 from kernlint._version import __version__
 from kernlint.baseline.compare import BaselineComparison, compare
-from kernlint.baseline.environment import environment_of, environment_warnings, sidecar_metadata
+from kernlint.baseline.environment import environment_of, environment_warnings, run_metadata_of
 from kernlint.baseline.model import SCHEMA_VERSION, Baseline, ProgramProfile, Thresholds
 from kernlint.baseline.profile import profile_traces
 from kernlint.trace.table import EventTable
@@ -15,7 +15,7 @@ from kernlint.trace.table import EventTable
 def trace_environment(table: EventTable, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
     """The timing environment of one trace: from `metadata` (a capture's), the trace's embedded run
     metadata, or the `.run.json` beside it; else what the trace itself says."""
-    meta = metadata or table.meta.run_metadata or sidecar_metadata(table.path)
+    meta = metadata or run_metadata_of(table)
     return environment_of(meta, table)
 
 

@@ -448,11 +448,11 @@ def _gpu(table: EventTable) -> str | None:
 
 
 def _metadata(tables: list[EventTable], extra: dict[str, Any] | None) -> dict[str, Any]:
-    from kernlint.baseline.environment import environment_of, sidecar_metadata
+    from kernlint.baseline.environment import environment_of, run_metadata_of
 
     out: dict[str, Any] = {}
     for table in tables[:8]:
-        meta = table.meta.run_metadata or sidecar_metadata(table.path)
+        meta = run_metadata_of(table)
         facts = environment_of(meta, table)
         if table.meta.distributed:
             facts["distributed"] = {k: table.meta.distributed.get(k) for k in ("backend", "rank", "world_size")}

@@ -91,6 +91,25 @@ static void buf_free(Buf *b)
     b->len = b->cap = 0;
 }
 
+/* Room for one more item in a growable array of `size`-byte items holding `count` of `*cap` (doubling from
+ * `first`). */
+static int room_for_one(void **items, size_t *cap, size_t count, size_t size, size_t first)
+{
+    size_t n;
+    void *p;
+    if (count < *cap)
+        return OK;
+    n = *cap ? *cap * 2 : first;
+    if (n > SIZE_MAX / size)
+        return NOMEM;
+    p = PyMem_RawRealloc(*items, n * size);
+    if (p == NULL)
+        return NOMEM;
+    *items = p;
+    *cap = n;
+    return OK;
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 /* Interned strings of one column: decoded UTF-8 bytes -> code (first seen first)                   */
 
@@ -198,17 +217,8 @@ static int table_intern(Table *t, const unsigned char *s, size_t len, int copy, 
     }
     if (t->count >= INT32_MAX - 1)
         return FALLBACK;
-    if (t->count == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        void *p;
-        if (cap > SIZE_MAX / sizeof(Entry))
-            return NOMEM;
-        p = PyMem_RawRealloc(t->entries, cap * sizeof(Entry));
-        if (p == NULL)
-            return NOMEM;
-        t->entries = p;
-        t->cap = cap;
-    }
+    if (room_for_one((void **)&t->entries, &t->cap, t->count, sizeof(Entry), 64) != OK)
+        return NOMEM;
     e = &t->entries[t->count];
     e->hash = h;
     e->len = len;
@@ -1173,17 +1183,8 @@ static int keep_event(Ctx *x, const Event *e)
     Record *r;
     int rc;
     int has_args = (e->seen & (1u << K_ARGS)) && e->f[K_ARGS].kind == V_OBJECT;
-    if (x->nrecs == x->caprecs) {
-        size_t cap = x->caprecs ? x->caprecs * 2 : 1024;
-        void *p;
-        if (cap > SIZE_MAX / sizeof(Record))
-            return NOMEM;
-        p = PyMem_RawRealloc(x->recs, cap * sizeof(Record));
-        if (p == NULL)
-            return NOMEM;
-        x->recs = p;
-        x->caprecs = cap;
-    }
+    if (room_for_one((void **)&x->recs, &x->caprecs, x->nrecs, sizeof(Record), 1024) != OK)
+        return NOMEM;
     r = &x->recs[x->nrecs];
     memset(r->flags, 0, sizeof(r->flags));
     if ((e->seen & (1u << K_PH)) && e->f[K_PH].kind == V_STR) {
@@ -1641,31 +1642,14 @@ none:
 /* The nesting walk (kernlint.trace.table._nest_thread_walk, the definition, event by event)          */
 
 typedef struct {
-    double *end;
-    int64_t *row;
+    double end;
+    int64_t row;
+} Open;   /* an open interval on a kind's stack */
+
+typedef struct {
+    Open *items;
     size_t len, cap;
 } Stack;
-
-static int stack_push(Stack *s, double end, int64_t row)
-{
-    if (s->len == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        double *e = PyMem_RawRealloc(s->end, cap * sizeof(double));
-        int64_t *r;
-        if (e == NULL)
-            return NOMEM;
-        s->end = e;
-        r = PyMem_RawRealloc(s->row, cap * sizeof(int64_t));
-        if (r == NULL)
-            return NOMEM;
-        s->row = r;
-        s->cap = cap;
-    }
-    s->end[s->len] = end;
-    s->row[s->len] = row;
-    s->len++;
-    return OK;
-}
 
 #define MAX_KINDS 8
 
@@ -1698,7 +1682,7 @@ static PyObject *nest_walk(PyObject *module, PyObject *args)
     Py_buffer flags[MAX_KINDS], outs[MAX_KINDS];
     Stack stacks[MAX_KINDS];
     Py_ssize_t nk = 0, got_flags = 0, got_outs = 0, n, m, i, k;
-    int rc = OK, failed = 1;
+    int failed = 1;
     (void)module;
     memset(stacks, 0, sizeof(stacks));
     if (!PyArg_ParseTuple(args, "OOOOO!O!Oi", &part_o, &ts_o, &end_o, &dur_o, &PyTuple_Type, &flags_o,
@@ -1741,30 +1725,32 @@ static PyObject *nest_walk(PyObject *module, PyObject *args)
             double t = t_[row];
             for (k = 0; k < nk; k++) {
                 Stack *s = &stacks[k];
-                while (s->len && t >= s->end[s->len - 1])
+                while (s->len && t >= s->items[s->len - 1].end)
                     s->len--;
                 if (s->len)
-                    ((int64_t *)outs[k].buf)[row] = s->row[s->len - 1];
+                    ((int64_t *)outs[k].buf)[row] = s->items[s->len - 1].row;
             }
             if (op_kind >= 0 && stacks[op_kind].len)
-                top_[row] = stacks[op_kind].row[0];
+                top_[row] = stacks[op_kind].items[0].row;
             if (d_[row] <= 0)
                 continue;
-            for (k = 0; k < nk; k++)
-                if (((const unsigned char *)flags[k].buf)[row] && (rc = stack_push(&stacks[k], e_[row], row)) != OK)
-                    break;
-            if (rc != OK) {
-                PyErr_NoMemory();
-                goto done;
+            for (k = 0; k < nk; k++) {
+                Stack *s = &stacks[k];
+                if (!((const unsigned char *)flags[k].buf)[row])
+                    continue;
+                if (room_for_one((void **)&s->items, &s->cap, s->len, sizeof(Open), 64) != OK) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                s->items[s->len].end = e_[row];
+                s->items[s->len++].row = row;
             }
         }
     }
     failed = 0;
 done:
-    for (k = 0; k < MAX_KINDS; k++) {
-        PyMem_RawFree(stacks[k].end);
-        PyMem_RawFree(stacks[k].row);
-    }
+    for (k = 0; k < MAX_KINDS; k++)
+        PyMem_RawFree(stacks[k].items);
     for (k = 0; k < got_flags; k++)
         PyBuffer_Release(&flags[k]);
     for (k = 0; k < got_outs; k++)

@@ -242,14 +242,7 @@ def decode_events(raw_events: list, path, events_at: str = "$.traceEvents") -> R
     """Decode `raw_events` (msgspec.Raw, one per event) chunk by chunk into RawColumns. `events_at` says
     where the events are in the file, for error messages."""
     assembly = ColumnAssembly(len(raw_events))
-    for start, joined, count in joined_chunks(raw_events):
-        # The native reader (kernlint.trace.native_chunk) where it is built and the chunk is plain: exact
-        # where it answers; None sends the chunk through msgspec and _add_chunk, with every damage rule.
-        chunk = add_chunk_native(assembly.out, joined, count)
-        if chunk is None:
-            chunk = python_chunk(assembly.out, joined, count, path, events_at, start)
-        del joined
-        assembly.add(chunk)
+    assembly.add_events(raw_events, path, events_at)
     return assembly.result()
 
 
@@ -262,6 +255,18 @@ class ColumnAssembly:
         self._arg_rows: list[np.ndarray] = []
         self._arg_lengths: list[np.ndarray] = []
         self._blobs: list[bytes] = []
+
+    def add_events(self, raw_events: list, path, events_at: str = "$.traceEvents", first: int = 0) -> None:
+        """`raw_events` (msgspec.Raw or bytes, one per event; the first is event `first` of the trace) chunk
+        by chunk into `out`: by the native reader (kernlint.trace.native_chunk) where it is built and the
+        chunk is plain, exact where it answers; else through msgspec and _add_chunk, with every damage rule."""
+        for start, joined, count in joined_chunks(raw_events):
+            self.out.reserve(count)
+            chunk = add_chunk_native(self.out, joined, count)
+            if chunk is None:
+                chunk = python_chunk(self.out, joined, count, path, events_at, first + start)
+            del joined
+            self.add(chunk)
 
     def add(self, chunk: DecodedChunk) -> None:
         if chunk.arg_rows is not None:

@@ -23,9 +23,9 @@ from pathlib import Path
 import msgspec
 
 from kernlint.errors import TraceError
-from kernlint.trace.columns import CHUNK_EVENTS, ColumnAssembly, RawColumns, joined_chunks, python_chunk
-from kernlint.trace.native_chunk import add_chunk_native, add_decoded, native_module
-from kernlint.trace.schema import RawTrace
+from kernlint.trace.columns import CHUNK_EVENTS, ColumnAssembly, RawColumns, python_chunk
+from kernlint.trace.native_chunk import add_decoded, native_module
+from kernlint.trace.schema import JSON_TOKEN, RawTrace, trace_decoder
 
 # A trace whose JSON ends within this many bytes is read whole (its bytes are held anyway; and the whole-file
 # path then searches it for any repeated key: kernlint.trace.load.REPEATED_KEY_SEARCH_BYTES).
@@ -36,10 +36,7 @@ COMPACT_BYTES = 8 << 20        # decoded bytes dropped from the window's front o
 BYTES_PER_EVENT = 160          # row capacity first made: the JSON's size over this (kineto writes 250-600)
 
 _EVENTS_KEY = b'"traceEvents"'
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
-_WHITE = b" \t\r\n"
-_LEADING_WHITE = re.compile(rb"[ \t\r\n]*")
-_head_decoder = msgspec.json.Decoder(RawTrace)
+_WHITE = re.compile(rb"[ \t\r\n]*")
 
 
 class StreamFallback(Exception):
@@ -112,19 +109,12 @@ class EventStream:
         if not self._done:
             raise StreamFallback   # cut short: the whole-file path says where
         try:
-            raw = _head_decoder.decode(self._head + b"[]" + b"".join(self._tail))
+            raw = trace_decoder.decode(self._head + b"[]" + b"".join(self._tail))
         except (msgspec.ValidationError, msgspec.DecodeError):
             raise StreamFallback from None
         self._tail.clear()
-        assembly = self._assembly
-        for start, joined, count in joined_chunks(list(extra_events)):
-            assembly.out.reserve(count)
-            chunk = add_chunk_native(assembly.out, joined, count)
-            if chunk is None:
-                chunk = python_chunk(assembly.out, joined, count, self._path, "$.traceEvents",
-                                     self._events + start)
-            assembly.add(chunk)
-        return raw, assembly.result()
+        self._assembly.add_events(list(extra_events), self._path, "$.traceEvents", self._events)
+        return raw, self._assembly.result()
 
     def _count_keys(self, block: bytes) -> None:
         k = len(_EVENTS_KEY) - 1
@@ -136,12 +126,12 @@ class EventStream:
     def _begin(self) -> None:
         """Find `"traceEvents": [` among the keys of the top-level object, in the bytes at hand."""
         buf = self._buf
-        at = _LEADING_WHITE.match(buf).end()
+        at = _WHITE.match(buf).end()
         if buf[at:at + 1] != b"{":
             raise StreamFallback   # the array form, a byte-order mark, not JSON: the whole-file path
         depth = 0
         last_string = None
-        for m in _TOKEN.finditer(buf, at):
+        for m in JSON_TOKEN.finditer(buf, at):
             tok = m.group()
             if tok in (b"{", b"["):
                 depth += 1
@@ -150,9 +140,7 @@ class EventStream:
                 if depth == 0:
                     break
             elif tok == b":" and depth == 1 and last_string == _EVENTS_KEY:
-                j = m.end()
-                while j < len(buf) and buf[j] in _WHITE:
-                    j += 1
+                j = _WHITE.match(buf, m.end()).end()
                 if buf[j:j + 1] != b"[":
                     break
                 self._head = bytes(buf[:j])

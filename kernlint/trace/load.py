@@ -39,7 +39,7 @@ from kernlint.trace import names
 from kernlint.trace.columns import RawColumns
 from kernlint.trace.event_stream import EventStream, StreamFallback
 from kernlint.trace.graphs import attribute_replays
-from kernlint.trace.schema import RawTrace
+from kernlint.trace.schema import JSON_TOKEN, RawTrace, trace_decoder
 from kernlint.trace.table import RUNTIME_CATEGORIES, EventTable, build_event_table
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
@@ -60,7 +60,6 @@ _INFLATE_CHUNK = 1 << 20   # at most this many decompressed bytes per zlib call 
 
 # One whole JSON string, escapes included (the N/A repair skips strings: "x N/A y" stays as it is).
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
-_trace_decoder = msgspec.json.Decoder(RawTrace)
 _array_decoder = msgspec.json.Decoder(list[msgspec.Raw])
 
 
@@ -242,9 +241,6 @@ def sniff_trace(path: Path) -> str | None:
     return _head_problem(head)
 
 
-# One JSON token at a time, skipping everything that is not a string or a bracket: strings (escapes
-# included), brackets, colons and commas.
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
 _TRACE_KEYS = frozenset({b"traceEvents", b"schemaVersion", b"deviceProperties"})
 
 
@@ -259,7 +255,7 @@ def _head_problem(head: bytes) -> str | None:
     depth = 0
     stack: list[bytes] = []
     last_string = None
-    for m in _TOKEN.finditer(text):
+    for m in JSON_TOKEN.finditer(text):
         tok = m.group()
         if tok in (b"{", b"["):
             stack.append(tok)
@@ -607,7 +603,7 @@ def _decode(data: bytes | bytearray, path: Path) -> RawTrace:
                                    f"them (convert it: iconv -f {encoding} -t UTF-8)")
     _refuse_repeated_keys(data, path)
     try:
-        return _trace_decoder.decode(data)
+        return trace_decoder.decode(data)
     except msgspec.ValidationError as exc:
         message = str(exc)
         if message.startswith("Expected `object`, got `array`"):

@@ -12,6 +12,7 @@ versioned table like HTA's event_args yaml: adding an argument is one line there
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -107,6 +108,12 @@ class RawTrace(msgspec.Struct, rename={"trace_events": "traceEvents"}):
     # no writer's key lands here.
     events_at: Any = msgspec.field(default="$.traceEvents", name="kernlint:events-at")
 
+
+# The top level of a trace, each event kept as raw JSON (a streamed trace's head and tail: an empty list).
+trace_decoder = msgspec.json.Decoder(RawTrace)
+# One JSON token, skipping everything that is not a string or a bracket: strings (escapes included),
+# brackets, colons and commas. Enough to walk the keys of a trace's top level.
+JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
 
 _raw_list = msgspec.json.Decoder(list | None)
 
