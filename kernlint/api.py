@@ -207,15 +207,18 @@ def split_rules(rules: str | os.PathLike | Iterable[str | os.PathLike] | None) -
 
 
 def resolve_rules(rules: str | os.PathLike | Iterable[str | os.PathLike] | None = None, *,
-                  select: Iterable[str] = (), ignore: Iterable[str] = (), builtin: bool = True) -> list:
+                  select: Iterable[str] = (), ignore: Iterable[str] = (), builtin: bool = True,
+                  config: Any = None) -> list:
     """The rules a check applies: the shipped rules (unless `builtin` is False) plus the rule paths in
-    `rules`, narrowed to the selectors in `rules` and `select`, minus `ignore`. A selector that matches no
-    rule is a ConfigError; a bad rule file a RuleFileError."""
-    from kernlint.rules.loader import load_rules, select_rules
+    `rules`, narrowed to the selectors in `rules` and `select`, minus `ignore`. `config`: a project's
+    kernlint.config.Config whose [severity] applies, as `kernlint check` applies it. A selector that matches
+    no rule is a ConfigError; a bad rule file a RuleFileError."""
+    from kernlint.config import Config, configured_rules
+    from kernlint.rules.loader import select_rules
 
     paths, selectors = split_rules(rules)
-    return select_rules(load_rules(paths, builtin=builtin), selectors + _selectors(select),
-                        _selectors(ignore, "ignore"))
+    loaded = configured_rules(config if config is not None else Config(), paths, builtin=builtin)
+    return select_rules(loaded, selectors + _selectors(select), _selectors(ignore, "ignore"))
 
 
 def _selectors(values: str | Iterable[str], what: str = "select") -> list[str]:
@@ -358,19 +361,21 @@ class ProfiledBlock:
     `keep_trace="failed"`, None too when the check passed: the file is removed).
 
     When the block raises, nothing is checked and the exception goes on. With `fail=True` a failing check
-    raises RuleViolation when the block ends.
+    raises RuleViolation when the block ends. `config`: a project's kernlint.config.Config whose [severity]
+    applies to the rules (the pytest plugin passes the project's).
     """
 
     def __init__(self, rules=None, *, select: Iterable[str] = (), ignore: Iterable[str] = (),
                  fail_on: str = "warning", builtin: bool = True, device: Any = None,
                  save_trace: str | os.PathLike | None = None, keep_trace: str = "always", fail: bool = False,
                  where: str | None = None, baseline: Any = None, program: str = "trace",
-                 keep_profile: bool = False, require_applicable: Iterable[str] | bool = False):
+                 keep_profile: bool = False, require_applicable: Iterable[str] | bool = False,
+                 config: Any = None):
         _check_fail_on(fail_on)
         if keep_trace not in KEEP_TRACE:
             raise ConfigError(None, f"keep_trace: {keep_trace!r} is not one of {', '.join(KEEP_TRACE)}")
         # Rules are resolved before profiling, so a bad selector or rule file fails before the block runs.
-        self.rules = resolve_rules(rules, select=select, ignore=ignore, builtin=builtin)
+        self.rules = resolve_rules(rules, select=select, ignore=ignore, builtin=builtin, config=config)
         self.baseline = _baseline_of(baseline)
         self.program = program
         self.keep_profile = keep_profile

@@ -35,7 +35,17 @@ from typing import Any
 import click
 
 from kernlint._version import __version__
-from kernlint.config import SELECTION_KEYS, Config, described, param_name, parse_size, resolve_config
+from kernlint.config import (
+    SELECTION_KEYS,
+    Config,
+    check_rule_names,
+    configured_rules,
+    described,
+    param_name,
+    parse_size,
+    resolve_config,
+    selection_layer,
+)
 from kernlint.errors import ConfigError, KernlintError, TraceError
 from kernlint.extras import require_capture
 from kernlint.report.safe import printable
@@ -274,14 +284,8 @@ def _current_config() -> Config:
 
 
 def _rules_of(config: Config, rule_paths, no_builtin: bool) -> list:
-    """The loaded rules, with the config's [severity] applied."""
-    from kernlint.rules.loader import load_rules, override_severity
-
-    rules = load_rules(rule_paths, builtin=not no_builtin)
-    if config.severity:
-        rules = override_severity(rules, config.severity, source=config.display,
-                                  lines={k: config.line_of(f"severity.{k}") for k in config.severity})
-    return rules
+    """The loaded rules, with the config's [severity] applied (kernlint.config.configured_rules)."""
+    return configured_rules(config, rule_paths, builtin=not no_builtin)
 
 
 # -- the options of the check commands, as shared decorators -------------------------------------------------
@@ -490,16 +494,13 @@ class CheckOptions:
 
 def _selected_rules(options: CheckOptions, config: Config) -> list:
     """The rules of this check: loaded, [severity] applied, then selected by the config's selection and the
-    command line's, in that order (ruff's layers)."""
+    command line's, in that order (ruff's layers). The config's [per-source-ignores] is checked against every
+    loaded rule first (a rule this check leaves out is still a rule)."""
     from kernlint.rules.loader import RuleSelection, resolve_selection
 
     rules = _rules_of(config, options.rule_paths, options.no_builtin)
-    layers = []
-    if any(k in config.values for k in SELECTION_KEYS):
-        layers.append(RuleSelection(select=config.values.get("select"),
-                                    extend_select=config.values.get("extend-select", ()),
-                                    ignore=config.values.get("ignore", ()), source=config.display,
-                                    lines={k: config.line_of(k) for k in SELECTION_KEYS}))
+    check_rule_names(config, rules)
+    layers = [layer for layer in [selection_layer(config)] if layer is not None]
     layers.append(RuleSelection(select=tuple(_split(options.select)) or None,
                                 extend_select=tuple(_split(options.extend_select)),
                                 ignore=tuple(_split(options.ignore))))
@@ -599,13 +600,10 @@ def _suppressed(reports, rules, options: CheckOptions, config: Config):
         SuppressionFile,
         apply_suppressions,
         bulk_entries,
-        check_per_source_ignores,
         pruned,
     )
 
     location = options.suppressions_location or Path.cwd() / SUPPRESSIONS_FILE
-    check_per_source_ignores(config.per_source_ignores, rules, config.display,
-                             lambda glob: config.line_of(f"per-source-ignores.{glob}"))
     for rule_id in options.suppress_rule:
         if rule_id.upper() not in {r.id for r in rules}:
             raise ConfigError(None, f"--suppress-rule {rule_id}: no such rule among those checked")
@@ -613,7 +611,7 @@ def _suppressed(reports, rules, options: CheckOptions, config: Config):
     findings = [f for r in reports for f in r.findings]
     if options.suppress_all or options.suppress_rule:
         new = bulk_entries(findings, None if options.suppress_all else options.suppress_rule)
-        file = SuppressionFile(location, {**(file.entries if file else {}), **new})
+        file = SuppressionFile(location, {**(file.upgraded(findings).entries if file else {}), **new})
         _write_atomically(location, file.text())
     elif options.prune_suppressions and file is not None:
         file = pruned(file, findings)
@@ -917,7 +915,8 @@ def audit(device, include_regressed, out_dir, replay, fixtures, timeout_s, repea
               help="Keep what was found here and, for a history that only appended baselines, search again "
                    "only after each series' last change point.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
-              show_default=True, help="Significance level of each change point's permutation test.")
+              show_default=True, help="Significance level of each change point's test (a permutation test with "
+                                      "enough permutations for it; Student's t where a series is too short).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: a line per change point; json: the change points for scripts (schema_version 1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -927,7 +926,8 @@ def audit(device, include_regressed, out_dir, replay, fixtures, timeout_s, repea
 def history(baselines, cache, alpha, fmt, output, config_file, isolated, debug):
     """Change points over baselines in commit order (files, or a folder whose *.json files sort in commit
     order): per launch series and each program's total device time, E-divisive means with a permutation
-    test; names the first baseline after each change. Exit 0 (it reports; `check --baseline` gates)."""
+    test (Student's t where a series is too short for it to reach --alpha); names the first baseline after
+    each change. Exit 0 (it reports; `check --baseline` gates)."""
     def body() -> int:
         import json as _json
 
@@ -957,7 +957,9 @@ def history(baselines, cache, alpha, fmt, output, config_file, isolated, debug):
                      + f": {len(result.change_points)} change point(s)"]
             for c in result.change_points:
                 lines.append(f"  at {c.baseline} (#{c.index + 1}): {c.series}: {c.before_us:g} -> {c.after_us:g} "
-                             f"µs ({c.relative:+.1%}), p = {c.p_value:.2g}")
+                             f"µs ({c.relative:+.1%}), p = {c.p_value:.2g}"
+                             + (" (t-test)" if c.test != "permutation" else ""))
+            lines += [f"note: {note}" for note in result.notes]
             text = "\n".join(printable(line) for line in lines) + "\n"
         _emit(text, output)
         return EXIT_CLEAN
@@ -1045,8 +1047,9 @@ def baseline_record(traces, workload_names, processes, repeat, device, out_dir, 
         for name, program in programs.items():
             if program.other_sequences:   # data-dependent dispatch, or traces of different programs
                 _warning_line(f"{name}: {program.other_sequences} of {program.runs + program.other_sequences} "
-                              "run(s) launched another sequence than the rest: left out of the baseline (give "
-                              "the traces of one program per rank)")
+                              "run(s) launched another sequence than the rest: kept as the program's variant "
+                              f"({len(program.variants)} sequence(s), not timed); a check excuses only that "
+                              "variation")
         import shlex
 
         refresh = shlex.join(["kernlint", "baseline", "record", *source, "-o", str(output)])

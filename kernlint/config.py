@@ -428,6 +428,8 @@ _THRESHOLD_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "min-effect-us": (lambda v: v >= 0, "a number of microseconds, 0 or more"),
     "confidence": (lambda v: 0 < v < 1, "a number between 0 and 1 (exclusive)"),
     "quantum-ticks": (lambda v: v >= 0, "a number of timer ticks, 0 or more"),
+    "between-prior": (lambda v: 0 <= v < 1, "a fraction from 0 up to 1 (0.006 is 0.6 %)"),
+    "between-prior-ticks": (lambda v: v >= 0, "a number of timer ticks, 0 or more"),
 }
 
 
@@ -465,11 +467,50 @@ def described(config: Config) -> str:
     return f"config: {config.display}{table} ({config.how}); sets {', '.join(keys) or 'nothing'}"
 
 
+# -- what a check takes from it ---------------------------------------------------------------------------
+# `kernlint check` / `run` / `rules` / `explain` and the pytest plugin resolve the rules through these, so a
+# config means the same to each.
+
+
+def configured_rules(config: Config, rule_paths: Iterable[Path] = (), *, builtin: bool = True) -> list:
+    """The loaded rules (the shipped ones unless `builtin` is False, and those of `rule_paths`) with the
+    config's [severity] applied; a [severity] key that names no loaded rule is a ConfigError at its line."""
+    from kernlint.rules.loader import load_rules, override_severity
+
+    rules = load_rules(list(rule_paths), builtin=builtin)
+    if config.severity:
+        rules = override_severity(rules, config.severity, source=config.display,
+                                  lines={k: config.line_of(f"severity.{k}") for k in config.severity})
+    return rules
+
+
+def selection_layer(config: Config):
+    """The config's rule selection (`select`, `extend-select`, `ignore`) as the first layer of the selection
+    (a kernlint.rules.loader.RuleSelection), or None when it gives none."""
+    if not any(k in config.values for k in SELECTION_KEYS):
+        return None
+    from kernlint.rules.loader import RuleSelection
+
+    return RuleSelection(select=config.values.get("select"), extend_select=config.values.get("extend-select", ()),
+                         ignore=config.values.get("ignore", ()), source=config.display,
+                         lines={k: config.line_of(k) for k in SELECTION_KEYS})
+
+
+def check_rule_names(config: Config, loaded: list) -> None:
+    """A ConfigError for a rule in [per-source-ignores] that names none of the `loaded` rules. Checked against
+    every loaded rule, not those a check runs: a rule left out by `--select`, or a baseline rule (KL8xx) in
+    a check without `--baseline`, is still a rule the file may name."""
+    from kernlint.rules.suppressions import check_per_source_ignores
+
+    check_per_source_ignores(config.per_source_ignores, loaded, config.display,
+                             lambda glob: config.line_of(f"per-source-ignores.{glob}"))
+
+
 def as_mapping(config: Config) -> Mapping[str, Any]:
     """Every value the config gives, by click parameter name (for a command's default_map)."""
     return {param_name(k): v for k, v in config.values.items() if k not in SELECTION_KEYS}
 
 
 __all__ = ["CONFIG_FILE", "Config", "ConfigWarning", "KEYS", "PYPROJECT", "SELECTION_KEYS", "THRESHOLD_KEYS",
-           "Thresholds", "as_mapping", "described", "find_config", "key_lines", "load_config", "param_name",
-           "parse_size", "resolve_config"]
+           "Thresholds", "as_mapping", "check_rule_names", "configured_rules", "described", "find_config",
+           "key_lines", "load_config", "param_name", "parse_size", "resolve_config", "selection_layer"]

@@ -72,17 +72,26 @@ def rules_to_run(rules: Sequence, baseline: Any, hint: str | None) -> list:
     return kept
 
 
+def program_parts(checked: Sequence, roots: dict | None = None) -> list:
+    """The checked traces' baseline parts, each named by its program's identity (kernlint.baseline.identity),
+    its path read below the folder it was found in (`roots`, from discovery)."""
+    from kernlint.baseline.profile import identified
+
+    missing = [c.summary.path for c in checked if c.summary.baseline_runs is None]
+    if missing:
+        raise ValueError(f"{missing[0]} was summarized without its baseline part (baseline_part=True)")
+    roots = roots or {}
+    return [identified(c.summary.baseline_runs, roots.get(str(c.summary.path))) for c in checked]
+
+
 def compare_checked(baseline: Any, checked: Sequence, *, baseline_path: str = "", limits: Any = None,
-                    strict_env: bool = False, strict_timing: bool = False):
+                    strict_env: bool = False, strict_timing: bool = False, roots: dict | None = None):
     """A kernlint.baseline.Baseline against checked traces that carry their baseline parts
     (summarize_trace(..., baseline_part=True)): a kernlint.baseline.BaselineComparison."""
     from kernlint.baseline import compare_with_baseline
     from kernlint.baseline.profile import named_as_in_baseline, profiles_from_runs
 
-    missing = [c.summary.path for c in checked if c.summary.baseline_runs is None]
-    if missing:
-        raise ValueError(f"{missing[0]} was summarized without its baseline part (baseline_part=True)")
-    parts = named_as_in_baseline([c.summary.baseline_runs for c in checked], baseline.programs)
+    parts = named_as_in_baseline(program_parts(checked, roots), baseline.programs)
     return compare_with_baseline(baseline, [], programs=profiles_from_runs(parts),
                                  environments=[c.summary.environment for c in checked], baseline_path=baseline_path,
                                  limits=limits, strict_env=strict_env, strict_timing=strict_timing)
@@ -132,7 +141,7 @@ def run_check(request: CheckRequest) -> CheckResult:
         else:
             comparison = compare_checked(request.baseline, checked, baseline_path=request.baseline_label,
                                          limits=request.thresholds, strict_env=request.strict_env,
-                                         strict_timing=request.strict_timing)
+                                         strict_timing=request.strict_timing, roots=found.roots if found else None)
     reports = combine_checked(checked, rules, comparison=comparison)
     suppressed: list = []
     if request.suppress is not None:
@@ -176,5 +185,5 @@ def record_programs(paths: Sequence[Path], *, max_trace_bytes: int | None = None
         raise ConfigError(first.path, f"damaged ({first.damage[0]}"
                                       + (f"; {len(first.damage) - 1} more kind(s)" if len(first.damage) > 1 else "")
                                       + "): a baseline recorded from it would be wrong; no baseline written")
-    programs = profiles_from_runs([c.summary.baseline_runs for c in checked])
+    programs = profiles_from_runs(program_parts(checked, found.roots))
     return programs, (checked[0].summary.environment if checked else {})

@@ -130,18 +130,16 @@ def pytest_configure(config: pytest.Config) -> None:
                                                  baseline=baseline_path, record_baseline=record_path)
 
 
-def _project_config(config: pytest.Config, options: KernlintOptions
-                    ) -> tuple[tuple[Path, ...], tuple[str, ...], tuple[str, ...]]:
-    """The project's kernlint.toml / [tool.kernlint] (found upward from pytest's rootdir, as `kernlint check`
-    finds it from the working directory): its extra rule files, `select` and `ignore`. Read when a test first
-    uses the fixture, never at start-up (the plugin loads in every pytest session); a bad file fails that test
-    with its one line."""
+def _project_config(config: pytest.Config, options: KernlintOptions):
+    """The project's kernlint.toml / [tool.kernlint] (a kernlint.config.Config, found upward from pytest's
+    rootdir, as `kernlint check` finds it from the working directory). The fixture takes from it what
+    `kernlint check` takes: its extra rule files, [severity] and `fail-on` always, `select` and `ignore` when
+    the test names no rules. Read when a test first uses the fixture, never at start-up (the plugin loads in
+    every pytest session); a bad file fails that test with its one line."""
     if "project" not in options.loaded:
         from kernlint.config import resolve_config
 
-        values = resolve_config(cwd=Path(config.rootpath)).values
-        options.loaded["project"] = (tuple(Path(p) for p in values.get("rules", ()) or ()),
-                                     tuple(values.get("select", ()) or ()), tuple(values.get("ignore", ()) or ()))
+        options.loaded["project"] = resolve_config(cwd=Path(config.rootpath))
     return options.loaded["project"]
 
 
@@ -183,7 +181,8 @@ def kernlint_check(request: pytest.FixtureRequest):
     A rule the test names that does not apply to the block (no anchor, no scope, nothing of its kind) fails
     the test (kernlint.api.RuleNotApplicable), unless `allow_not_applicable=True`. The test's
     `@pytest.mark.kernlint(rules=..., select=..., ignore=..., fail_on=..., allow_not_applicable=...)` gives the
-    defaults of its blocks; the project's kernlint.toml / [tool.kernlint] gives extra rule files, and its
+    defaults of its blocks; the project's kernlint.toml / [tool.kernlint] gives extra rule files, its
+    [severity] and `fail-on` (below the test's own fail_on), as `kernlint check` takes them, and its
     select / ignore apply when the test names no rules.
 
     When the block ends and the check did not pass, the test fails with kernlint.RuleViolation (an
@@ -195,7 +194,10 @@ def kernlint_check(request: pytest.FixtureRequest):
     from kernlint.api import ProfiledBlock, split_rules
 
     options = kernlint_options(request.config)
-    project_rules, project_select, project_ignore = _project_config(request.config, options)
+    project = _project_config(request.config, options)
+    project_rules = tuple(Path(p) for p in project.values.get("rules", ()) or ())
+    project_select = tuple(project.values.get("select", ()) or ())
+    project_ignore = tuple(project.values.get("ignore", ()) or ())
 
     marker = request.node.get_closest_marker("kernlint")
     defaults = dict(marker.kwargs) if marker is not None else {}
@@ -208,7 +210,8 @@ def kernlint_check(request: pytest.FixtureRequest):
         rules = defaults.get("rules") if rules is None else rules
         select = select or defaults.get("select", ())
         ignore = ignore or defaults.get("ignore", ())
-        fail_on = fail_on or defaults.get("fail_on", "warning")
+        # The test's own fail_on, else its marker's, else the project's `fail-on`, as --fail-on > config.
+        fail_on = fail_on or defaults.get("fail_on") or project.values.get("fail-on", "warning")
         if allow_not_applicable is None:
             allow_not_applicable = bool(defaults.get("allow_not_applicable", False))
         paths, selectors = split_rules(rules)
@@ -227,7 +230,7 @@ def kernlint_check(request: pytest.FixtureRequest):
         block = ProfiledBlock([*project_rules, *options.rule_paths, *paths, *selectors], select=select, ignore=ignore,
                               fail_on=fail_on, device=device, save_trace=save_trace, keep_trace="failed",
                               fail=fail, baseline=options.baseline_data(), program=program,
-                              keep_profile=options.record_baseline is not None,
+                              keep_profile=options.record_baseline is not None, config=project,
                               # The rules a test names must apply to its block: a check that cannot fail
                               # proves nothing. Named by id or name: each; by prefix, family or ALL: one.
                               require_applicable=False if not named or allow_not_applicable else

@@ -34,7 +34,7 @@ ADD = "vectorized_elementwise_kernel[CUDAFunctor_add<BFloat16>]"
 @pytest.fixture(scope="module")
 def baseline_rules():
     rules = [r for r in load_rules() if r.needs_baseline]
-    assert {r.id for r in rules} == {"KL801", "KL802", "KL803", "KL804", "KL805", "KL806", "KL807"}
+    assert {r.id for r in rules} == {"KL801", "KL802", "KL803", "KL804", "KL805", "KL806", "KL807", "KL808"}
     return rules
 
 
@@ -130,7 +130,7 @@ def test_negative_times_in_a_baseline_are_refused(tmp_path):
 
 # -- profiles --------------------------------------------------------------------------------------------
 def test_each_profiler_step_is_a_run_and_gives_a_sample(tmp_path):
-    program = profile_traces([load_trace(fp8_linear_trace(tmp_path / "t.json", runs=7, seed=1))])["trace"]
+    program = profile_traces([load_trace(fp8_linear_trace(tmp_path / "t.json", runs=7, seed=1))])["t"]
     assert program.runs == 7 and len(program.total_us) == 7
     launches = program.scopes["module Fp8BlockLinear_0"].launches
     assert [launch.name for launch in launches] == [s.kernel for s in FP8_LINEAR]
@@ -140,10 +140,16 @@ def test_each_profiler_step_is_a_run_and_gives_a_sample(tmp_path):
 
 
 def test_runs_with_another_sequence_are_not_timed(tmp_path, baseline_rules):
-    base = fp8_linear_trace(tmp_path / "a.json", runs=6, seed=1)
-    other = fp8_linear_trace(tmp_path / "b.json", runs=2, seed=2, steps=FP8_LINEAR[:2])
-    program = profile_traces([load_trace(base), load_trace(other)])["trace"]
+    """Runs of one program (two processes' traces: run1, run2) with another sequence: kept as a variant,
+    untimed."""
+    base = fp8_linear_trace(tmp_path / "run1.json", runs=6, seed=1)
+    other = fp8_linear_trace(tmp_path / "run2.json", runs=2, seed=2, steps=FP8_LINEAR[:2])
+    programs = profile_traces([load_trace(base), load_trace(other)])
+    (program,) = programs.values()   # one program: the run numbers are not part of its identity
     assert program.runs == 6 and program.other_sequences == 2
+    (variant,) = program.variants
+    assert variant.runs == 2 and [launch.name for _, launch in variant.sequence()] == [
+        s.kernel for s in FP8_LINEAR[:2]]
 
 
 # -- timing ----------------------------------------------------------------------------------------------

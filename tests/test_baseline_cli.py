@@ -72,7 +72,8 @@ def test_sarif_of_a_baseline_check_points_at_the_launching_line(tmp_path):
     log = json.loads(result.output)
     jsonschema.validators.validator_for(schema)(schema).validate(log)
     added = [r for r in log["runs"][0]["results"] if r["ruleId"] == "KL801"]
-    assert len(added) == 2
+    # The fill added in both layers is one cause (one line): one result, its two instances listed.
+    assert len(added) == 1 and added[0]["properties"]["instances"] == len(added[0]["relatedLocations"]) == 2
     location = added[0]["locations"][0]["physicalLocation"]
     assert location["artifactLocation"]["uri"] == "regressed/fp8_linear_new_ones.py"
     assert location["region"]["startLine"] == 17
@@ -171,17 +172,18 @@ def test_record_from_a_workload_and_run_against_it_on_the_cpu(tmp_path):
 
 
 def test_a_workload_baseline_meets_the_ranks_of_a_run_of_that_workload(tmp_path):
-    """`baseline record --workload fp8-tp-mlp` names the programs `fp8-tp-mlp/rank r`, where the traces of
-    `kernlint run fp8-tp-mlp` name them `rank r`: the run's metadata (workload, beside each trace) makes them
-    meet. Before, the baseline compared nothing (exit 4) on every run of a distributed workload."""
+    """The traces of `kernlint run fp8-tp-mlp` are programs `fp8-tp-mlp/rank r` (their run metadata names the
+    workload), as `baseline record --workload fp8-tp-mlp` names them; a baseline file of older kernlint, which
+    named them `rank r`, still meets them."""
     ranks = ROOT / "fixtures" / "traces" / "cpu-gloo" / "fp8-tp-mlp"
-    by_rank = tmp_path / "by-rank.json"
-    assert kernlint("baseline", "record", ranks, "-o", by_rank, "--isolated", cwd=tmp_path).exit_code == 0
-    data = json.loads(by_rank.read_text())
-    assert sorted(data["programs"]) == ["rank 0", "rank 1"]
-    data["programs"] = {f"fp8-tp-mlp/{name}": p for name, p in data["programs"].items()}   # as --workload names them
     by_workload = tmp_path / "by-workload.json"
-    by_workload.write_text(json.dumps(data))
+    assert kernlint("baseline", "record", ranks, "-o", by_workload, "--isolated", cwd=tmp_path).exit_code == 0
+    data = json.loads(by_workload.read_text())
+    assert sorted(data["programs"]) == ["fp8-tp-mlp/rank 0", "fp8-tp-mlp/rank 1"]
+    data["programs"] = {name.split("/")[1]: p for name, p in data["programs"].items()}   # as older kernlint named them
+    by_rank = tmp_path / "by-rank.json"
+    by_rank.write_text(json.dumps(data))
+    data["programs"] = {f"fp8-tp-mlp/{name}": p for name, p in data["programs"].items()}
     for baseline in (by_rank, by_workload):
         result = kernlint("check", ranks, "--baseline", baseline, "--select", "KL801,KL802", "--format", "json",
                           "--isolated", cwd=tmp_path)
@@ -197,30 +199,44 @@ def test_a_workload_baseline_meets_the_ranks_of_a_run_of_that_workload(tmp_path)
     assert result.exit_code == 4 and "compares nothing" in result.output   # another workload's: not matched
 
 
-def test_trace_programs_take_their_workload_names_only_where_the_baseline_has_them():
-    from kernlint.baseline.profile import TraceRuns, named_as_in_baseline
+def test_programs_take_the_names_older_baselines_gave_them_only_where_the_baseline_has_them():
+    """A program is named by its identity; against a baseline file of older kernlint, which named traces
+    `trace` or `rank r` (and workloads `W`, `W/rank r`), a program takes the older name the baseline holds."""
+    from kernlint.baseline.profile import TraceRuns, identified, named_as_in_baseline
 
-    def part(program, workload="fp8-tp-mlp", world=2):
-        return TraceRuns("t.json", program, "device", 0, [], [], workload, world)
+    def part(path, rank=None, workload=None, world=None):
+        return identified(TraceRuns(path, "", "device", 0, [], [], workload, world, rank=rank,
+                                    named=workload or ""))
 
-    baseline = {"fp8-tp-mlp/rank 0", "fp8-tp-mlp/rank 1", "fp8-dummy-init", "rank 5"}
-    named = named_as_in_baseline([part("rank 0"), part("rank 1"), part("rank 5"), part("rank 2"),
-                                  part("trace", "fp8-dummy-init", None), part("rank 0", None),
-                                  part("rank 0", "fp8-dummy-init", 1), part("rank 0", "fp8-dummy-init", 2)],
-                                 baseline)
-    assert [p.program for p in named] == ["fp8-tp-mlp/rank 0", "fp8-tp-mlp/rank 1", "rank 5", "rank 2",
-                                          "fp8-dummy-init", "rank 0", "fp8-dummy-init", "rank 0"]
+    parts = [part("a/layer.json", None), part("rank-0.json", 0), part("rank-5.json", 5),
+             part("a/x.json", 0, "fp8-tp-mlp", 2), part("a/y.json", 0, "fp8-dummy-init", 1),
+             part("a/z.json", 2, "fp8-tp-mlp", 4)]
+    assert [p.program for p in parts] == ["layer", "rank 0", "rank 5", "fp8-tp-mlp/rank 0", "fp8-dummy-init",
+                                          "fp8-tp-mlp/rank 2"]
+    named = named_as_in_baseline(parts, {"trace", "rank 5", "rank 0", "fp8-dummy-init", "rank 2"})
+    assert [p.program for p in named] == ["trace", "rank 0", "rank 5", "rank 0", "fp8-dummy-init", "rank 2"]
+    assert [p.program for p in named_as_in_baseline(parts, {"layer"})] == [p.program for p in parts]
 
 
-def test_record_warns_when_one_program_holds_runs_of_another_sequence(tmp_path):
-    """Two unrelated traces given as runs of one program: the odd one is left out, and the user is told."""
+def test_record_keeps_every_program_of_a_folder_and_the_variants_of_one(tmp_path):
+    """Two programs' traces are two programs (before: one program `trace` whose odd run was left out); runs of
+    one program that launched another sequence are kept as its variant, and the user is told."""
     out = tmp_path / "b.json"
     result = CliRunner().invoke(main, ["baseline", "record", str(CLEAN), str(GPU / "dummy_init_fixed.pt.trace.json.gz"),
                                        "-o", str(out), "--isolated"])
-    assert result.exit_code == 0
-    assert ("kernlint: warning: trace: 1 of 2 run(s) launched another sequence than the rest: left out of the "
-            "baseline") in result.stderr
-    assert json.loads(out.read_text())["programs"]["trace"]["other_sequences"] == 1
+    assert result.exit_code == 0, result.output
+    assert "another sequence" not in result.stderr
+    programs = json.loads(out.read_text())["programs"]
+    assert sorted(programs) == ["block_clean", "dummy_init_fixed"]
+    assert all(p["runs"] == 1 and "other_sequences" not in p for p in programs.values())
+    runs = ROOT / "fixtures" / "traces" / "gpu-programs" / "pr-runs"
+    result = CliRunner().invoke(main, ["baseline", "record", str(runs), "-o", str(out), "--isolated"])
+    assert result.exit_code == 0, result.output
+    assert ("kernlint: warning: fp8-layer: 1 of 2 run(s) launched another sequence than the rest: kept as the "
+            "program's variant") in result.stderr
+    (program,) = json.loads(out.read_text())["programs"].values()
+    assert program["other_sequences"] == 1 and len(program["variants"]) == 1
+    assert "issued" not in program and "issued" not in program["variants"][0]   # candidate-side only
 
 
 def test_record_a_user_workload_in_two_processes_on_the_cpu(tmp_path):
@@ -245,15 +261,22 @@ def test_a_baseline_that_meets_none_of_the_checked_programs_is_incomplete_never_
     empty = tmp_path / "empty.json"
     data = json.loads(two_ranks.read_text())
     empty.write_text(json.dumps({**data, "programs": {}}))
+    kl80x = "KL801,KL802,KL803,KL804,KL805,KL806,KL807"
     for baseline in (two_ranks, empty):   # a 2-rank baseline against one trace; a baseline of no program
-        result = kernlint("check", REGRESSED, "--baseline", baseline, "--select", "KL8", "--isolated", cwd=tmp_path)
+        result = kernlint("check", REGRESSED, "--baseline", baseline, "--select", kl80x, "--isolated", cwd=tmp_path)
         assert result.exit_code == 4, result.output
         assert "the baseline compares nothing" in result.output and "(0 passed, 7 not applicable)" in result.output
-        verdicts = json.loads(kernlint("check", REGRESSED, "--baseline", baseline, "--select", "KL8", "--format",
+        verdicts = json.loads(kernlint("check", REGRESSED, "--baseline", baseline, "--select", kl80x, "--format",
                                        "json", "--isolated", cwd=tmp_path).output)
         statuses = {r["status"] for t in verdicts["traces"] for r in t["rules"]}
         assert statuses == {"not-applicable"}, statuses
-        allowed = kernlint("check", REGRESSED, "--baseline", baseline, "--select", "KL8", "--allow-incomplete",
+        # KL808 says which programs met nothing: a finding on each side, and the gate fails
+        result = kernlint("check", REGRESSED, "--baseline", baseline, "--select", "KL808", "--format", "json",
+                          "--isolated", cwd=tmp_path)
+        assert result.exit_code == 1, result.output
+        sides = sorted(f["details"]["side"] for f in json.loads(result.output)["findings"])
+        assert sides == (["baseline", "baseline", "candidate"] if baseline == two_ranks else ["candidate"])
+        allowed = kernlint("check", REGRESSED, "--baseline", baseline, "--select", kl80x, "--allow-incomplete",
                            "--isolated", cwd=tmp_path)
         assert allowed.exit_code == 0, allowed.output
 

@@ -305,6 +305,35 @@ def test_a_severity_key_that_names_no_rule_is_an_error_with_its_line(tmp_path, m
     assert result.stderr.startswith("kernlint: error: kernlint.toml:4: [severity] KL077: no rule 'KL077'")
 
 
+@pytest.mark.parametrize("config", [
+    '[tool.kernlint.per-source-ignores]\n"vendor/*.py" = ["KL801"]\n',
+    '[tool.kernlint.per-source-ignores]\n"vendor/*.py" = ["KL401", "sync-added"]\n',
+    '[tool.kernlint]\nignore = ["KL801"]\n',
+    '[tool.kernlint]\nextend-select = ["KL8"]\n',
+    '[tool.kernlint]\nselect = ["KL0", "KL801"]\n\n[tool.kernlint.severity]\nKL801 = "error"\n',
+])
+def test_config_that_names_baseline_rules_is_valid_in_a_check_without_a_baseline(tmp_path, monkeypatch, config):
+    """The pre-commit hook runs `kernlint check` without --baseline: a pyproject that mentions KL8xx (the
+    rules that compare with a baseline) must not make every such check exit 2."""
+    write(tmp_path / "pyproject.toml", config)
+    monkeypatch.chdir(tmp_path)
+    for trace, code in ((REGRESSED, 1), (CLEAN, 0)):
+        result = invoke("check", trace)
+        assert result.exit_code == code, result.output
+        assert result.stderr == ""
+
+
+def test_per_source_ignores_may_name_a_rule_the_command_line_leaves_out(tmp_path, monkeypatch):
+    write(tmp_path / "kernlint.toml", '[per-source-ignores]\n"vendor/*.py" = ["KL002"]\n')
+    monkeypatch.chdir(tmp_path)
+    assert invoke("check", "--select", "KL001", REGRESSED).exit_code == 1
+    # A rule no file loads is still an error, before any trace is read.
+    write(tmp_path / "kernlint.toml", '[per-source-ignores]\n"vendor/*.py" = ["KL899"]\n')
+    result = invoke("check", tmp_path / "missing.json")
+    assert result.exit_code == 2
+    assert "kernlint.toml:2: [per-source-ignores] vendor/*.py: no rule 'KL899'" in result.stderr
+
+
 def test_format_and_output_come_from_the_config_and_flags_override(tmp_path, monkeypatch):
     write(tmp_path / "kernlint.toml", 'format = "json"\noutput = "reports/out.json"\n')
     (tmp_path / "reports").mkdir()

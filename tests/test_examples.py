@@ -79,16 +79,23 @@ def _runs_after_a_failure(step: dict) -> bool:
     return "always()" in condition or "failure()" in condition
 
 
-def _run_workflow(workspace: Path, traces: list[Path]) -> WorkflowRun:
+def _run_workflow(workspace: Path, traces: list[Path] | dict[str, Path],
+                  baseline_from: list[Path] | dict[str, Path] = (CLEAN,)) -> WorkflowRun:
     """Lay out the checkout and run every `run:` step but the install step, in order, with GitHub's shell.
     The install step (id `install`) is skipped: it installs kernlint (the core package) from the network into the
     runner's Python; here kernlint is already installed in this virtual environment, whose bin/ comes first
     on PATH. After a failed step only steps whose `if:` runs after failures run, as on GitHub. The checkout
-    holds kernlint-baseline.json, recorded from the clean trace (what main would have committed)."""
-    (workspace / "traces").mkdir(parents=True)
-    for trace in traces:
-        shutil.copy(trace, workspace / "traces" / trace.name)
-    subprocess.run([str(VENV_BIN / "kernlint"), "baseline", "record", str(CLEAN), "-o",
+    holds kernlint-baseline.json, recorded from `baseline_from` (what main would have committed: the clean trace,
+    or main's folder of traces laid out under the same names). `traces`: paths, or file names -> paths."""
+    def lay_out(folder: Path, files) -> None:
+        folder.mkdir(parents=True)
+        for name, trace in (files.items() if isinstance(files, dict) else ((t.name, t) for t in files)):
+            shutil.copy(trace, folder / name)
+
+    lay_out(workspace / "traces", traces)
+    main_traces = workspace.parent / "main-traces"
+    lay_out(main_traces, baseline_from)
+    subprocess.run([str(VENV_BIN / "kernlint"), "baseline", "record", str(main_traces), "-o",
                     str(workspace / "kernlint-baseline.json"), "--isolated", "-q"], check=True)
     summary = workspace.parent / "step_summary.md"
     summary.write_text("")
@@ -113,10 +120,22 @@ def _run_workflow(workspace: Path, traces: list[Path]) -> WorkflowRun:
     return WorkflowRun(workspace, summary.read_text(), results)
 
 
+LAYER_CLEAN = GPU_TRACES / "block_clean.pt.trace.json.gz"
+LAYER_REGRESSED = GPU_TRACES / "block_regressed.pt.trace.json.gz"   # new_ones(1) in both linears: line 17
+INIT_FIXED = GPU_TRACES / "dummy_init_fixed.pt.trace.json.gz"
+
+
 @pytest.fixture(scope="module")
 def workflow_runs(tmp_path_factory) -> dict[str, WorkflowRun]:
-    return {name: _run_workflow(tmp_path_factory.mktemp(name) / "checkout", traces)
+    runs = {name: _run_workflow(tmp_path_factory.mktemp(name) / "checkout", traces)
             for name, traces in (("regressed", [REGRESSED]), ("clean", [CLEAN]))}
+    # A folder of two programs, as a CI job keeps one per commit: main's layer and dummy init, then the pull
+    # request's, whose layer regressed (the new_ones placeholder) and whose dummy init did not.
+    main_folder = {"layer.pt.trace.json.gz": LAYER_CLEAN, "dummy_init.pt.trace.json.gz": INIT_FIXED}
+    pr_folder = {"layer.pt.trace.json.gz": LAYER_REGRESSED, "dummy_init.pt.trace.json.gz": INIT_FIXED}
+    runs["two-programs"] = _run_workflow(tmp_path_factory.mktemp("two-programs") / "checkout", pr_folder,
+                                         baseline_from=main_folder)
+    return runs
 
 
 def test_only_the_install_step_is_left_out_and_it_installs_kernlint():
@@ -148,10 +167,10 @@ def test_reporting_steps_run_after_the_gate_fails():
 def test_annotations_name_the_file_and_line_of_the_finding(workflow_runs):
     regressed = workflow_runs["regressed"].steps["Annotate the pull request"]
     assert regressed.returncode == 0, regressed.stderr
-    annotations = regressed.stdout.splitlines()
-    assert len(annotations) == 2          # the rule's finding, and the baseline's new fill
-    assert all(a.startswith("::error file=regressed/fp8_linear_new_ones.py,line=17,title=KL") for a in annotations)
-    assert sorted(a.split("title=")[1][:5] for a in annotations) == ["KL001", "KL801"]
+    (annotation,) = regressed.stdout.splitlines()   # one line to fix: one annotation
+    # the rule's finding and the baseline's new fill, on the same line: both named in its title
+    assert annotation.startswith("::error file=regressed/fp8_linear_new_ones.py,line=17,title=KL001 "
+                                 "fill-before-block-quant + KL801 launch-added::")
     clean = workflow_runs["clean"].steps["Annotate the pull request"]
     assert clean.returncode == 0 and clean.stdout == ""
 
@@ -225,3 +244,21 @@ def test_the_hook_runs_as_pre_commit_would(tmp_path, traces, expected):
     done = subprocess.run(argv, cwd=tmp_path, env=_environment(), capture_output=True, text=True, timeout=120)
     assert done.returncode == expected, done.stdout + done.stderr
     assert ("KL001 fill-before-block-quant [error]" in done.stdout) == (expected == 1)
+
+
+def test_a_folder_of_two_programs_with_a_regression_in_one_fails_with_one_annotation_at_its_line(workflow_runs):
+    """docs/examples/github-actions.yml end to end on a folder of two programs (issue 35): the gate exits 1, and
+    the pull request gets one annotation, at the regressed line; the unchanged program is compared and clean."""
+    run = workflow_runs["two-programs"]
+    assert run.steps["check"].returncode == 1, run.steps["check"].stderr
+    annotate = run.steps["Annotate the pull request"]
+    assert annotate.returncode == 0, annotate.stderr
+    (annotation,) = annotate.stdout.splitlines()
+    assert annotation.startswith("::error file=regressed/fp8_linear_new_ones.py,line=17,title=KL001")
+    assert "KL801 launch-added" in annotation and "KL808" not in annotation
+    assert run.summary.startswith("## kernlint: 4 finding(s)")   # 2 linears x (KL001, KL801): 2 causes
+    if "sarif" in format_names():
+        sarif = json.loads((run.workspace / "kernlint.sarif").read_text())
+        results = [r for r_ in sarif["runs"] for r in r_["results"]]
+        assert sorted(r["ruleId"] for r in results) == ["KL001", "KL801"]
+        assert all(r["properties"]["instances"] == 2 for r in results)

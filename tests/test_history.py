@@ -3,12 +3,19 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from kernlint.baseline import write_baseline
-from kernlint.baseline.history import analyse, change_points
+from kernlint.baseline.history import (
+    analyse,
+    change_points,
+    permutation_length,
+    permutations_for,
+    smallest_permutation_p,
+)
 from kernlint.baseline.model import SCHEMA_VERSION, Baseline, Launch, ProgramProfile, ScopeProfile
 from kernlint.cli import main
 
@@ -91,3 +98,72 @@ def test_too_short_a_history_is_one_line(tmp_path):
     result = CliRunner().invoke(main, ["history", str(tmp_path), "--isolated"])
     assert result.exit_code == 2
     assert result.output.strip() == "kernlint: error: history needs 4 or more baselines, got 3"
+
+
+# -- issue 35: a test that can reach its alpha ---------------------------------------------------------------
+
+def test_a_clean_5_percent_step_after_4_of_8_baselines_is_found_at_the_default_alpha():
+    """No permutation test can show it at alpha 0.01: of the 8! orderings, those that keep the same 4 values on
+    each side give the same statistic, so its p is at least 2/70 = 0.029. Student's t can (with the split
+    chosen among 5, Bonferroni)."""
+    history, _ = analyse(_history(4, n=8, step=1.05), [f"b{i + 1}" for i in range(8)])
+    assert {(c.series, c.baseline) for c in history.change_points} == {
+        ("trace / module Linear_0 / nvjet_gemm", "b5"), ("trace / total device time", "b5")}
+    assert all(c.p_value < 0.01 and c.test == "t-test" for c in history.change_points)
+    gemm = [c for c in history.change_points if c.series.endswith("nvjet_gemm")][0]
+    assert gemm.relative == pytest.approx(0.05, abs=0.003)
+    assert smallest_permutation_p(8, 4) == pytest.approx(2 / 70)
+
+
+def test_8_unchanged_baselines_give_no_change_point():
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        history, _ = analyse([_baseline(100.0, 20.0, rng) for _ in range(8)], [f"b{i}" for i in range(8)])
+        assert history.series == 3 and history.change_points == [], seed
+
+
+def test_the_permutation_test_has_permutations_enough_for_its_alpha():
+    """199 permutations give p in steps of 0.005: at alpha 0.01 one permutation as extreme as the data (a tie:
+    the same split) hid a change. 20 / alpha permutations, and from 11 values on (at alpha 0.01) the
+    permutation test decides: a clean 6 | 6 step is found by it."""
+    assert permutations_for(0.01) == 1999 and permutations_for(0.05) == 399 and permutations_for(0.5) == 199
+    assert permutation_length(0.01) == 11 and permutation_length(0.05) == 9
+    history, _ = analyse(_history(6, n=12, step=1.05), [f"b{i + 1:02d}" for i in range(12)])
+    assert {c.baseline for c in history.change_points} == {"b07"} and history.notes == []
+    assert all(c.test == "permutation" and c.p_value < 0.01 for c in history.change_points)
+    assert [i for i, _ in change_points([10.0] * 5 + [10.5] * 5)] == [5]   # 10 values: by t
+
+
+def _with_a_new_kernel(baseline: Baseline) -> Baseline:
+    """The baseline with one more launch in its scope (a kernel that later baselines added)."""
+    program = baseline.programs["trace"]
+    scope = program.scopes["module Linear_0"]
+    added = Launch(pos=2, kind="kernel", name="new_kernel", category="elementwise", us=[3.0] * 10)
+    scopes = {"module Linear_0": msgspec.structs.replace(scope, launches=[*scope.launches, added])}
+    return msgspec.structs.replace(baseline, programs={"trace": msgspec.structs.replace(program, scopes=scopes)})
+
+
+def test_a_series_too_short_to_reach_alpha_says_so(tmp_path):
+    baselines = _history(None, n=6)
+    baselines[3:] = [_with_a_new_kernel(b) for b in baselines[3:]]   # in 3 baselines only
+    for i, b in enumerate(baselines):
+        write_baseline(tmp_path / f"b{i + 1}.json", b)
+    result = CliRunner().invoke(main, ["history", str(tmp_path), "--format", "json", "--isolated"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["series"] == 3 and data["change_points"] == []
+    short, few = data["notes"]
+    assert short.startswith("3 series of 6 baselines: too short for the permutation test to reach alpha 0.01 "
+                            "(the smallest p it can give 6 baselines is 0.1; it needs 11)")
+    assert "Student's t" in short
+    assert few.startswith("1 series in fewer than 4 baselines, too short to cut") and "new_kernel" in few
+    text = CliRunner().invoke(main, ["history", str(tmp_path), "--isolated"])
+    assert "note: 3 series of 6 baselines: too short for the permutation test" in text.output
+
+
+def test_a_cache_of_other_settings_is_not_reused():
+    names = [f"b{i + 1:02d}" for i in range(30)]
+    full = _history(20)
+    _, cache = analyse(full[:25], names[:25], alpha=0.05)
+    again, _ = analyse(full, names, cache=cache)   # alpha 0.01: searched again
+    assert again.reused == 0

@@ -53,13 +53,17 @@ def test_a_view_keeps_the_offending_kernel_its_anchor_and_the_flows():
     rules = [r for r in load_rules() if not r.needs_baseline]
     view = build_report_view(CheckResult(check_traces([table], rules), rules, 1), [table])
     (trace,) = view.traces
-    assert [len(t.flows) for t in trace.timelines] == [3, 3]    # fill, quant and GEMM launches of each layer
+    # The two layers' fills are one cause (one line): one card, the timeline of its worst instance's layer.
+    (card,) = view.findings
+    assert card.count == 2 and [i.scope for i in card.listed] == [card.finding.scope, card.instances[0].scope]
+    assert [len(t.flows) for t in trace.timelines] == [3]    # fill, quant and GEMM launches of that layer
+    assert trace.timelines[0].title == card.finding.scope
     for timeline in trace.timelines:
         marked = {(b.name, m) for b in timeline.bars for m in b.marks}
         assert marked == {("vectorized_elementwise_kernel[FillFunctor<BFloat16>]", "offending"),
                           ("scale_1x128_kernel", "anchor")}
         assert sum(f.offending for f in timeline.flows) == 1
-    assert [f.timeline_id for f in view.findings] == ["tl-0-0", "tl-0-1"]
+    assert [f.timeline_id for f in view.findings] == ["tl-0-0"]
     assert trace.kernels[0].total_us >= trace.kernels[-1].total_us            # most device time first
 
 
@@ -73,10 +77,13 @@ def test_repeated_findings_are_grouped_with_their_instances(tmp_path):
     result = CheckResult(check_traces([table], rules), rules, 1)
     view = build_report_view(result, [table])
     assert len(result.findings) > 40
-    assert len(view.findings) == 2 and sum(v.count for v in view.findings) == len(result.findings)
-    assert all(len(v.instances) == MAX_INSTANCES for v in view.findings)
+    # Both layers' fills in every copy are one cause (one line): one card, its instances listed inside.
+    (card,) = view.findings
+    assert card.count == len(result.findings)
+    assert len(card.instances) == MAX_INSTANCES and len(card.listed) == MAX_INSTANCES + 1
     page = report(tmp_path, path)
-    assert page.count('class="kl-finding') == 2 and f"{view.findings[0].count} times" in page
+    assert page.count('class="kl-finding') == 1 and f"{card.count} times" in page
+    assert f"{card.count} instances: 2 scopes" in page and page.count('class="kl-instance"') == MAX_INSTANCES + 1
 
 
 def test_the_baseline_section_lists_the_added_kernel(tmp_path):

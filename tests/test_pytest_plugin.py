@@ -322,3 +322,49 @@ def test_block(kernlint_check):
     assert [r.id for r in run.result.rules] == ["KL002"]
 ''')
     project.runpytest().assert_outcomes(passed=1)
+
+
+def test_the_project_configs_severity_applies_as_kernlint_check_applies_it(project):
+    """[severity] in the project's config reaches the fixture's findings: KL001 at info does not fail a test
+    (nor `kernlint check`)."""
+    project.makefile(".toml", kernlint='[severity]\nKL001 = "info"\n')
+    project.makepyfile(test_layer='''
+from workload import X, quantize_with_placeholder_scale
+
+
+def test_block(kernlint_check):
+    with kernlint_check(rules=["KL001"]) as run:
+        quantize_with_placeholder_scale(X)
+    assert [(f.rule, f.severity) for f in run.result.findings] == [("KL001", "info")]
+''')
+    project.runpytest().assert_outcomes(passed=1)
+
+
+def test_the_project_configs_fail_on_applies_below_the_tests_own(project):
+    project.makefile(".toml", kernlint='fail-on = "error"\n\n[severity]\nKL001 = "warning"\n')
+    project.makepyfile(test_layer='''
+import pytest
+from workload import X, quantize_with_placeholder_scale
+
+
+def test_config_fail_on(kernlint_check):
+    with kernlint_check(rules=["KL001"]) as run:
+        quantize_with_placeholder_scale(X)
+    assert run.result.fail_on == "error" and [f.severity for f in run.result.findings] == ["warning"]
+
+
+def test_own_fail_on_wins(kernlint_check):
+    with kernlint_check(rules=["KL001"], fail_on="warning"):
+        quantize_with_placeholder_scale(X)
+
+
+@pytest.mark.kernlint(fail_on="warning")
+def test_marker_fail_on_wins(kernlint_check):
+    with kernlint_check(rules=["KL001"]):
+        quantize_with_placeholder_scale(X)
+''')
+    result = project.runpytest()
+    result.assert_outcomes(passed=1, failed=2)
+    out = result.stdout.str()
+    assert "FAILED test_layer.py::test_own_fail_on_wins" in out
+    assert "FAILED test_layer.py::test_marker_fail_on_wins" in out

@@ -147,7 +147,7 @@ def test_select_and_ignore_take_ids_prefixes_names_and_all(tmp_path):
     assert ids(["ALL"]) == shipped + ["KL900"]
     assert ids([]) == shipped + ["KL900"]
     assert ids(["KL00"]) == [i for i in shipped if i.startswith("KL00")] == ["KL001", "KL002", "KL003", "KL004"]
-    assert ids(["KL8"]) == [f"KL80{i}" for i in range(1, 8)]      # the baseline rules
+    assert ids(["KL8"]) == [f"KL80{i}" for i in range(1, 9)]      # the baseline rules
     assert ids(["KL00"], ["KL003", "KL004"]) == ["KL001", "KL002"]
     assert ids(["ALL"], ["KL9"]) == shipped
     assert ids(["fill-before-block-quant"]) == ["KL001"]

@@ -184,22 +184,29 @@ def test_sarif_of_a_trace_with_stacks_points_at_the_launching_line():
     (sarif_run,) = log["runs"]
     driver = sarif_run["tool"]["driver"]
     assert driver["name"] == "kernlint" and driver["version"]
-    expected = json_of(REGRESSED)["findings"]
-    results = sarif_run["results"]
-    assert len(results) == len(expected) == 2
-    for result, f in zip(results, expected):   # the json format's order: sorted_findings
-        assert result["ruleId"] == "KL001" and driver["rules"][result["ruleIndex"]]["id"] == "KL001"
-        assert result["level"] == "error"
-        assert result["partialFingerprints"] == {"kernlintFingerprint/v1": f["fingerprint"]}
-        (location,) = result["locations"]
-        assert location["physicalLocation"] == {"artifactLocation": {"uri": LAUNCH_FILE, "uriBaseId": "%SRCROOT%"},
-                                                "region": {"startLine": LAUNCH_LINE}}
-        assert {"name": f["scope"], "kind": "scope"} in location["logicalLocations"]
-        assert f["message"] in result["message"]["text"] and f["scope"] in result["message"]["text"]
-        assert "device time" in result["message"]["text"]
-        props = result["properties"]
-        assert props["traceFile"] == REGRESSED and props["deviceTimeUs"] == f["device_us"] > 0
-        assert props["event"] == f["event"] and props["launchOp"] == "aten::fill_"
+    data = json_of(REGRESSED)
+    expected = data["findings"]
+    # The two layers' fills are one cause (one line): one result, its worst instance's, both listed.
+    assert len(expected) == 2 and len(data["causes"]) == 1
+    (result,) = sarif_run["results"]
+    f = expected[data["causes"][0]["representative"]]
+    assert result["ruleId"] == "KL001" and driver["rules"][result["ruleIndex"]]["id"] == "KL001"
+    assert result["level"] == "error"
+    assert result["partialFingerprints"] == {"kernlintFingerprint/v2": min(e["fingerprint"] for e in expected)}
+    line = {"artifactLocation": {"uri": LAUNCH_FILE, "uriBaseId": "%SRCROOT%"}, "region": {"startLine": LAUNCH_LINE}}
+    (location,) = result["locations"]
+    assert location["physicalLocation"] == line
+    assert {"name": f["scope"], "kind": "scope"} in location["logicalLocations"]
+    assert f["message"] in result["message"]["text"] and f["scope"] in result["message"]["text"]
+    assert "2 instances" in result["message"]["text"] and "device time" in result["message"]["text"]
+    props = result["properties"]
+    assert props["traceFile"] == REGRESSED and props["deviceTimeUs"] == f["device_us"] > 0
+    assert props["event"] == f["event"] and props["launchOp"] == "aten::fill_"
+    assert props["instances"] == 2 and props["scopes"] == [e["scope"] for e in expected]
+    assert props["deviceTimeUsTotal"] == pytest.approx(sum(e["device_us"] for e in expected))
+    related = result["relatedLocations"]
+    assert [r["id"] for r in related] == [0, 1] and all(r["physicalLocation"] == line for r in related)
+    assert [r["logicalLocations"][0]["name"] for r in related] == [e["scope"] for e in expected]
     (invocation,) = sarif_run["invocations"]
     assert invocation["exitCode"] == 1 and invocation["executionSuccessful"] is True
     assert not [n for n in invocation.get("toolExecutionNotifications", []) if n["level"] == "error"]
@@ -307,11 +314,18 @@ def test_sarif_is_safe_and_locates_odd_paths():
 
 
 def test_sarif_is_deterministic_whatever_the_order_of_findings():
-    findings = [finding(scope=f"module L{i}", ts=float(i)) for i in range(5)]
+    findings = [finding(scope=f"module L{i}", ts=float(i), source=f"pkg/linear.py:{10 + i}") for i in range(5)]
     first = renderer("sarif")(synthetic(findings))
     assert first == renderer("sarif")(synthetic(list(reversed(findings))))
     scopes = [r["locations"][0]["logicalLocations"][0]["name"] for r in json.loads(first)["runs"][0]["results"]]
     assert scopes == [f"module L{i}" for i in range(5)]
+    # The instances of one cause (one line) too: listed in report order, the worst (here the earliest) shown.
+    same = [finding(scope=f"module L{i}", ts=float(i)) for i in range(5)]
+    first = renderer("sarif")(synthetic(same))
+    assert first == renderer("sarif")(synthetic(list(reversed(same))))
+    (result,) = json.loads(first)["runs"][0]["results"]
+    assert result["locations"][0]["logicalLocations"][0]["name"] == "module L0"
+    assert [r["logicalLocations"][0]["name"] for r in result["relatedLocations"]] == [f"module L{i}" for i in range(5)]
 
 
 # -- JUnit ------------------------------------------------------------------------------------------------
@@ -358,12 +372,16 @@ def test_junit_failure_lists_each_finding_with_its_source_line():
     assert case.get("name") == "KL001 fill-before-block-quant"
     assert case.get("classname") == "kernlint.block_regressed"
     failure = case.find("failure")
-    assert failure.get("type") == "error" and failure.get("message").startswith("2 finding(s): ")
+    # The two layers' fills are one cause (one line): listed once, its two instances under it.
+    assert failure.get("type") == "error" and failure.get("message").startswith("2 finding(s) in 1 cause(s): ")
     text = failure.text
-    assert text.count(f"source: {LAUNCH_FILE}:{LAUNCH_LINE}") == 2
-    for f in json_of(REGRESSED)["findings"]:
-        assert f["message"] in text and f"scope: {f['scope']}" in text
-    assert text.count("device time") == 2
+    assert text.count(f"source: {LAUNCH_FILE}:{LAUNCH_LINE}") == 1
+    data = json_of(REGRESSED)
+    assert data["findings"][data["causes"][0]["representative"]]["message"] in text
+    assert "2 instances: 2 scopes" in text
+    for f in data["findings"]:
+        assert f"- scope: {f['scope']}; trace: {REGRESSED}; " in text
+    assert text.count("device time") == 4   # the worst's cost, the total, each instance's
 
 
 def test_junit_of_a_trace_without_stacks_says_the_source_is_not_recorded():

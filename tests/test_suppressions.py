@@ -30,7 +30,8 @@ def test_suppress_all_then_a_second_run_is_clean_and_says_how_many(tmp_path):
     assert first.returncode == 0, first.stdout + first.stderr
     assert "9 suppressed (9 file)" in first.stdout
     saved = json.loads((tmp_path / "kernlint-suppressions.json").read_text())
-    assert saved["version"] == 1 and sum(e["count"] for e in saved["suppressions"].values()) == 9
+    assert saved["version"] == 2 and saved["fingerprint-scheme"] == 2
+    assert sum(e["count"] for e in saved["suppressions"].values()) == 9
     again = _check(tmp_path, GPU)
     assert again.returncode == 0 and "no findings" in again.stdout and "9 suppressed (9 file)" in again.stdout
     data = _json(tmp_path, GPU)
@@ -105,3 +106,37 @@ def test_a_broken_suppressions_file_is_one_line_and_exit_2(tmp_path):
     proc = _check(tmp_path, CLEAN)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "kernlint-suppressions.json: not a kernlint suppressions file" in proc.stderr
+
+
+def _scheme_1_key(f: dict) -> str:
+    """What kernlint wrote into version 1 files: rule|scope|event|top op|anchor, as recorded."""
+    return "|".join([f["rule"], f["scope"], f["event"], f["top_op"] or "", f["anchor"] or ""])
+
+
+def test_a_version_1_file_still_silences_and_is_rewritten_as_version_2(tmp_path):
+    findings = _json(tmp_path, GPU)["findings"]
+    old: dict[str, dict] = {}
+    for f in findings:
+        entry = old.setdefault(_scheme_1_key(f), {"rule": f["rule"], "count": 0})
+        entry["count"] += 1
+    path = tmp_path / "kernlint-suppressions.json"
+    path.write_text(json.dumps({"version": 1, "suppressions": old}))
+    proc = _check(tmp_path, GPU)
+    assert proc.returncode == 0 and "9 suppressed (9 file)" in proc.stdout, proc.stdout + proc.stderr
+    # Rewriting it (prune, suppress-all, suppress-rule) writes the current version, keyed by the new
+    # fingerprints, with the counts it had.
+    assert _check(tmp_path, GPU, "--prune-suppressions").returncode == 0
+    saved = json.loads(path.read_text())
+    assert saved["version"] == 2 and saved["fingerprint-scheme"] == 2
+    assert set(saved["suppressions"]) == {f["fingerprint"] for f in findings}
+    assert sum(e["count"] for e in saved["suppressions"].values()) == 9
+    again = _check(tmp_path, GPU)
+    assert again.returncode == 0 and "9 suppressed (9 file)" in again.stdout
+
+
+def test_a_suppressions_file_of_an_unknown_fingerprint_scheme_is_exit_2(tmp_path):
+    (tmp_path / "kernlint-suppressions.json").write_text(
+        json.dumps({"version": 2, "fingerprint-scheme": 3, "suppressions": {}}))
+    proc = _check(tmp_path, CLEAN)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "fingerprint-scheme 3" in proc.stderr

@@ -39,6 +39,9 @@ class SequenceChange:
     change: str              # "added" or "removed"
     placed: Placed           # in the candidate for added launches, in the baseline for removed ones
     trace: str               # a trace of the side it is in
+    ts: float = float("nan")     # an added launch: when the candidate issued it (in `trace`)
+    group: str | None = None     # and the finding group of the op it ran in (rules.checks.base.make_finding)
+    runs: int = 0                # an added launch of a candidate variant: how many runs launched that variant
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,17 @@ class ScratchChange:
     before: int
     after: int
     trace: str
+
+
+@dataclass(frozen=True)
+class UnmatchedProgram:
+    """A program on one side that met none on the other: a regression that changes a program's identity (or
+    a program added or gone) must not pass as "another program"."""
+
+    side: str                # "baseline": in the baseline, not among the checked traces; "candidate": the reverse
+    name: str
+    traces: tuple[str, ...]  # the candidate's traces, or the baseline's record of them
+    runs: int
 
 
 @dataclass
@@ -82,6 +96,8 @@ class BaselineComparison:
     refresh_command: str = ""
     thresholds: Thresholds = field(default_factory=Thresholds)
     strict_timing: bool = False    # an unknown timing is a finding (--strict-timing)
+    unmatched: list[UnmatchedProgram] = field(default_factory=list)   # programs that met none on the other side
+    matched: list[tuple[str, str]] = field(default_factory=list)      # (candidate program, baseline program)
 
     @property
     def timings(self) -> list[TimingChange]:
@@ -146,11 +162,47 @@ def _scratch(name: str, base: ProgramProfile, cand: ProgramProfile, trace: str) 
     return changes
 
 
+def _issued(issued: list, j: int) -> tuple[float, str | None]:
+    if j < len(issued):
+        ts, group = issued[j]
+        return float(ts), group or None
+    return float("nan"), None
+
+
+def _variant_changes(name: str, base: ProgramProfile, cand: ProgramProfile, reported: set) -> list[SequenceChange]:
+    """Launches that the candidate's other sequences (runs that launched another sequence than its reference)
+    add to the baseline: each variant aligned with the baseline sequence it is closest to (the reference, or one
+    of the baseline's own variants: the variation the baseline itself shows is no change). Launches the
+    reference comparison already reported at the same place are not reported again."""
+    keys = lambda seq: [launch.key for _, launch in seq]   # noqa: E731
+    base_sequences = [base.sequence(), *(v.sequence() for v in base.variants)]
+    known = {tuple(keys(seq)) for seq in base_sequences}
+    out = []
+    for variant in cand.variants:
+        seq = variant.sequence()
+        if tuple(keys(seq)) in known:
+            continue
+        best = max(base_sequences, key=lambda b: difflib.SequenceMatcher(None, keys(b), keys(seq),
+                                                                         autojunk=False).ratio())
+        place = _Placer(seq)
+        for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, keys(best), keys(seq), autojunk=False).get_opcodes():
+            if tag in ("insert", "replace"):
+                for j in range(j1, j2):
+                    placed = place(j)
+                    where = (placed.scope, placed.launch.key, placed.index_in_scope)
+                    if where in reported:
+                        continue
+                    reported.add(where)
+                    ts, group = _issued(variant.issued, j)
+                    out.append(SequenceChange(name, "added", placed, variant.trace, ts, group, variant.runs))
+    return out
+
+
 def compare_program(name: str, baseline_name: str, base: ProgramProfile, cand: ProgramProfile,
                     limits: Thresholds) -> ProgramComparison:
     out = ProgramComparison(name, baseline_name)
     base_seq, cand_seq = base.sequence(), cand.sequence()
-    cand_trace = cand.traces[0] if cand.traces else ""
+    cand_trace = cand.issued_trace or (cand.traces[0] if cand.traces else "")
     base_trace = base.traces[0] if base.traces else ""
     matcher = difflib.SequenceMatcher(None, [launch.key for _, launch in base_seq],
                                       [launch.key for _, launch in cand_seq],
@@ -162,7 +214,11 @@ def compare_program(name: str, baseline_name: str, base: ProgramProfile, cand: P
             matched += list(zip(range(i1, i2), range(j1, j2)))
             continue
         out.sequence += [SequenceChange(name, "removed", base_place(i), base_trace) for i in range(i1, i2)]
-        out.sequence += [SequenceChange(name, "added", cand_place(j), cand_trace) for j in range(j1, j2)]
+        out.sequence += [SequenceChange(name, "added", cand_place(j), cand_trace, *_issued(cand.issued, j))
+                         for j in range(j1, j2)]
+    reported = {(c.placed.scope, c.placed.launch.key, c.placed.index_in_scope) for c in out.sequence
+                if c.change == "added"}
+    out.sequence += _variant_changes(name, base, cand, reported)
     base_counts, cand_counts = _counts(base_seq), _counts(cand_seq)
     out.counts = {c: (base_counts.get(c, 0), cand_counts.get(c, 0)) for c in sorted(set(base_counts) | set(cand_counts))
                   if base_counts.get(c, 0) != cand_counts.get(c, 0)}
@@ -197,24 +253,30 @@ def compare_program(name: str, baseline_name: str, base: ProgramProfile, cand: P
     return out
 
 
-def _pairs(baseline: Baseline, candidate: dict[str, ProgramProfile]) -> tuple[list[tuple[str, str]], list[str]]:
-    """Which candidate program meets which baseline program: by name, or the only one meets the only one."""
+def _pairs(baseline: Baseline, candidate: dict[str, ProgramProfile]
+           ) -> tuple[list[tuple[str, str]], list[str], list[UnmatchedProgram]]:
+    """Which candidate program meets which baseline program: by identity (name); a baseline of one program and
+    a check of one program meet whatever their names (a renamed file), with a note. What meets nothing on the
+    other side is returned as unmatched."""
     if len(baseline.programs) == 1 and len(candidate) == 1:
         (b,), (c,) = baseline.programs, candidate
         # "trace" is the name of an unnamed program (a trace with no rank): nothing to warn about.
         same = b == c or c == "trace"
-        return [(c, b)], ([] if same else [f"the candidate's program {c!r} is compared with the baseline's {b!r}"])
+        return [(c, b)], ([] if same else [f"the candidate's program {c!r} is compared with the baseline's only "
+                                           f"program {b!r}"]), []
     pairs = [(c, c) for c in candidate if c in baseline.programs]
-    notes = [f"{c!r} is not in the baseline: not compared" for c in candidate if c not in baseline.programs]
-    notes += [f"the baseline's {b!r} is not among the checked traces" for b in baseline.programs if b not in candidate]
-    return pairs, notes
+    unmatched = [UnmatchedProgram("candidate", c, tuple(p.traces), p.runs + p.other_sequences)
+                 for c, p in candidate.items() if c not in baseline.programs]
+    unmatched += [UnmatchedProgram("baseline", b, tuple(p.traces), p.runs + p.other_sequences)
+                  for b, p in baseline.programs.items() if b not in candidate]
+    return pairs, [], unmatched
 
 
 def compare(baseline: Baseline, candidate: dict[str, ProgramProfile], *, baseline_path: str = "",
             limits: Thresholds | None = None, environment_warnings: list[str] | None = None,
             strict_env: bool = False, strict_timing: bool = False) -> BaselineComparison:
     limits = limits or Thresholds()
-    pairs, notes = _pairs(baseline, candidate)
+    pairs, notes, unmatched = _pairs(baseline, candidate)
     programs = [compare_program(c, b, baseline.programs[b], candidate[c], limits) for c, b in pairs]
     # Two families per check, each adjusted together (Benjamini-Hochberg): the programs' totals (the primary
     # question, one test a program) and every matched launch of every program.
@@ -226,9 +288,11 @@ def compare(baseline: Baseline, candidate: dict[str, ProgramProfile], *, baselin
     for name, program in candidate.items():
         if program.other_sequences:
             notes.append(f"{name}: {program.other_sequences} run(s) launched another sequence than the other "
-                         f"{program.runs} (data-dependent dispatch): not timed")
+                         f"{program.runs}: their launches were compared with the baseline one by one, their times "
+                         "not")
     return BaselineComparison(baseline_path, programs, notes, list(environment_warnings or []), strict_env,
-                              _refresh(baseline, candidate, baseline_path), limits, strict_timing)
+                              _refresh(baseline, candidate, baseline_path), limits, strict_timing,
+                              unmatched=unmatched, matched=[(c, b) for c, b in pairs])
 
 
 def _refresh(baseline: Baseline, candidate: dict[str, ProgramProfile], baseline_path: str) -> str:

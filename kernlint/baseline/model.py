@@ -20,6 +20,9 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, rename="kebab"):
     min_effect_us: smallest absolute change that counts (µs).
     confidence: of the reported interval of the shift.
     quantum_ticks: a change must also exceed this many ticks of the device timer (read from the durations).
+    between_prior: the between-process CV assumed where neither side measured one (one process on each side):
+        a fraction of the baseline median (measured on an H200: docs/baselines.md).
+    between_prior_ticks: ... and at least this many timer ticks (the larger of the two is the assumed spread).
     """
 
     alpha: float = 0.01
@@ -29,6 +32,8 @@ class Thresholds(msgspec.Struct, frozen=True, kw_only=True, rename="kebab"):
     min_effect_us: float = 0.05
     confidence: float = 0.95
     quantum_ticks: float = 2.5
+    between_prior: float = 0.005
+    between_prior_ticks: float = 0.75
 
 
 class Launch(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -56,6 +61,26 @@ class ScopeProfile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tru
     peak_scratch_bytes: int = 0        # most bytes allocated in the scope and live at once, in one run
 
 
+class Variant(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Another launch sequence than the program's reference one, and how many runs launched it: data-dependent
+    dispatch the baseline shows, or in a candidate, runs to compare with the baseline one by one. Its launches
+    carry no samples (only reference runs are timed)."""
+
+    runs: int
+    scopes: dict[str, ScopeProfile] = {}
+    # Candidate side only (never written to a baseline file): where the first run with it issued each launch.
+    issued: list[tuple[float, str]] = []    # (issue time, the finding group of its outermost op), by pos
+    trace: str = ""
+
+    def sequence(self) -> list[tuple[str, Launch]]:
+        return _sequence(self.scopes)
+
+
+def _sequence(scopes: dict[str, ScopeProfile]) -> list[tuple[str, Launch]]:
+    found = [(label, launch) for label, scope in scopes.items() for launch in scope.launches]
+    return sorted(found, key=lambda item: item[1].pos)
+
+
 class ProgramProfile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     runs: int                          # runs (profiler steps, or traces without steps) it was built from
     timing_basis: str                  # "device" (kernel durations) or "host" (op durations, no GPU events)
@@ -71,6 +96,12 @@ class ProgramProfile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
     # every launch's `us`: between-process noise is measured across them. Empty: one process.
     run_process: list[int] = []
     quantum_us: float = 0.0            # the device timer's tick the durations sit on (0: none seen)
+    # The other launch sequences its runs showed, most runs first (their runs are counted in other_sequences).
+    variants: list[Variant] = []
+    # Candidate side only (never written to a baseline file): the reference sequence's first run, where it
+    # issued each launch (issue time, finding group), and its trace.
+    issued: list[tuple[float, str]] = []
+    issued_trace: str = ""
 
     @property
     def processes(self) -> int:
@@ -78,8 +109,12 @@ class ProgramProfile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
 
     def sequence(self) -> list[tuple[str, Launch]]:
         """(scope, launch) in program order."""
-        found = [(label, launch) for label, scope in self.scopes.items() for launch in scope.launches]
-        return sorted(found, key=lambda item: item[1].pos)
+        return _sequence(self.scopes)
+
+    def for_baseline_file(self) -> ProgramProfile:
+        """Without what only a candidate needs (where its launches were issued)."""
+        variants = [msgspec.structs.replace(v, issued=[], trace="") for v in self.variants]
+        return msgspec.structs.replace(self, issued=[], issued_trace="", variants=variants)
 
 
 class Baseline(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):

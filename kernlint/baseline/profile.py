@@ -11,11 +11,13 @@ import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from kernlint.baseline.environment import run_metadata_of
-from kernlint.baseline.model import Launch, ProgramProfile, ScopeProfile
+from kernlint.baseline.identity import content_name, metadata_name, path_name, program_identity
+from kernlint.baseline.model import Launch, ProgramProfile, ScopeProfile, Variant
 from kernlint.baseline.stats import timer_quantum
 from kernlint.trace.names import named_pattern
 from kernlint.trace.rows import outermost
@@ -35,6 +37,7 @@ class _Element:
     ts: float         # when it was issued
     launch: Launch
     order: float = 0.0   # within one issue time: a graph replay's kernels in the order they ran
+    group: str = ""      # the finding group of the outermost op it ran in (rules.checks.base.make_finding)
 
 
 def scope_label(index: ScopeIndex, host_row: int, cache: dict) -> str:
@@ -85,7 +88,7 @@ def _elements(table: EventTable, index: ScopeIndex) -> tuple[list[_Element], int
                         category=str(category[row]), op=str(index.name[op]) if op >= 0 else "",
                         source=_text(index.source[host]),
                         us=[] if is_sync else [float(dur[row])])
-        out.append(_Element(row, host, ts, launch, order))
+        out.append(_Element(row, host, ts, launch, order, index.problem_group(row) or ""))
     out.sort(key=lambda e: (e.ts, e.order, e.row))
     return out, unattributed, "device" if on_device else "host"
 
@@ -169,6 +172,7 @@ class _Sequence:
     key: tuple                                # the launches' keys, in order
     launches: list[tuple[str, Launch]]        # (scope label, launch without samples)
     allocations: tuple[dict[str, tuple[int, int]], tuple[int, int]]   # of that run: per scope, and in all
+    issued: list[tuple[float, str]]           # where that run issued each launch: (issue time, finding group)
 
 
 @dataclass
@@ -184,6 +188,10 @@ class TraceRuns:
     runs: list[tuple[int, np.ndarray]]        # (sequence, duration per position; 0 at syncs)
     workload: str | None = None               # the workload `kernlint run` recorded it from (run metadata)
     world: int | None = None                  # and that run's number of ranks
+    rank: int | None = None                   # the trace's rank
+    named: str = ""                           # the program the run metadata names (workload or target)
+    host: str | None = None                   # the host the run metadata names (stripped from file names)
+    content: str = ""                         # a name from what it ran (identity.content_name)
 
 
 def trace_runs(table: EventTable) -> TraceRuns:
@@ -194,6 +202,7 @@ def trace_runs(table: EventTable) -> TraceRuns:
     sequences: list[_Sequence] = []
     seen: dict[tuple, int] = {}
     runs = []
+    outermost: dict[str, None] = {}
     for run, (start, stop) in _runs(table, index, elements):
         key = tuple(e.launch.key for e in run)
         if key not in seen:
@@ -201,31 +210,60 @@ def trace_runs(table: EventTable) -> TraceRuns:
             launches = [(scope_label(index, e.host, labels),
                          Launch(pos=0, kind=e.launch.kind, name=e.launch.name, category=e.launch.category,
                                 op=e.launch.op, source=e.launch.source)) for e in run]
-            sequences.append(_Sequence(key, launches, _allocations(table, index, start, stop, labels)))
+            sequences.append(_Sequence(key, launches, _allocations(table, index, start, stop, labels),
+                                       [(e.ts, e.group) for e in run]))
+            if len(sequences) == 1:
+                for e in run:
+                    units = index.enclosing_units(e.host)
+                    if units:
+                        outermost.setdefault(_FRAME_LINE.sub("", units[-1].label))
         runs.append((seen[key], np.array([e.launch.us[0] if e.launch.us else 0.0 for e in run], dtype=np.float64)))
-    return TraceRuns(table.path, program_name(table), basis, unattributed, sequences, runs, *_workload_of(table))
+    workload, world, named, host = _run_facts(table)
+    part = TraceRuns(table.path, "", basis, unattributed, sequences, runs, workload, world,
+                     rank=table.meta.rank, named=named, host=host, content=content_name(list(outermost)))
+    return identified(part)
 
 
-def _workload_of(table: EventTable) -> tuple[str | None, int | None]:
+def _run_facts(table: EventTable) -> tuple[str | None, int | None, str, str | None]:
+    """(workload, world size, the program the metadata names, host) from the trace's run metadata."""
     meta = run_metadata_of(table) or {}
-    if not isinstance(meta, dict) or not isinstance(meta.get("workload"), str) or not meta["workload"]:
-        return None, None
+    if not isinstance(meta, dict):
+        return None, None, "", None
+    workload = meta["workload"] if isinstance(meta.get("workload"), str) and meta["workload"] else None
     world = meta.get("world_size")
-    return meta["workload"], world if isinstance(world, int) and not isinstance(world, bool) else None
+    world = world if isinstance(world, int) and not isinstance(world, bool) else None
+    host = meta["host"] if isinstance(meta.get("host"), str) and meta["host"] else None
+    return workload, world if workload else None, metadata_name(meta), host
+
+
+def identified(part: TraceRuns, root: str | Path | None = None) -> TraceRuns:
+    """`part` named by its program's identity (kernlint.baseline.identity), its path read below `root` (the
+    folder it was found in) or, with none, as a file given by itself."""
+    name = program_identity(metadata=part.named, path=path_name(part.path, root, part.host), content=part.content,
+                            rank=part.rank, world=part.world)
+    return dataclasses.replace(part, program=name)
+
+
+def legacy_names(part: TraceRuns) -> list[str]:
+    """The names older kernlint gave the part's program, which older baseline files hold: `trace` or `rank r`,
+    and for a recorded workload W, `W` or `W/rank r`."""
+    plain = "trace" if part.rank is None else f"rank {part.rank}"
+    names = [plain]
+    if part.workload:
+        names.append(part.workload if part.rank is None else f"{part.workload}/rank {part.rank}")
+        if part.rank == 0 and part.world == 1:
+            names.append(part.workload)
+    return names
 
 
 def named_as_in_baseline(parts: list[TraceRuns], baseline_programs) -> list[TraceRuns]:
-    """Each part under the name its program has in the baseline: a baseline recorded with `--workload W`
-    names programs `W` and `W/rank r` where traces name them `trace` and `rank r`. A part recorded from
-    workload W (its run metadata) takes W's name when the baseline has that name and not the trace's (the
-    one rank of a one-rank run is W itself, as a one-rank recording names it)."""
+    """Each part under the name its program has in the baseline: its identity, or, for a baseline file that
+    older kernlint wrote, the name that kernlint gave it (legacy_names) when the baseline holds that one and
+    not the identity."""
     out = []
     for part in parts:
-        if part.workload and part.program not in baseline_programs:
-            aliases = [part.workload] if part.program == "trace" else [f"{part.workload}/{part.program}"]
-            if part.program == "rank 0" and part.world == 1:
-                aliases.append(part.workload)
-            alias = next((a for a in aliases if a in baseline_programs), None)
+        if part.program not in baseline_programs:
+            alias = next((a for a in legacy_names(part) if a in baseline_programs), None)
             if alias is not None:
                 part = dataclasses.replace(part, program=alias)
         out.append(part)
@@ -245,7 +283,8 @@ def profile_from_runs(parts: list[TraceRuns]) -> ProgramProfile:
     if not runs:
         return ProgramProfile(runs=0, timing_basis=basis, traces=[p.path for p in parts], unattributed=unattributed)
     keys = [sequence.key for _, sequence, _ in runs]
-    reference_key, _ = Counter(keys).most_common(1)[0]
+    ranked = Counter(keys).most_common()
+    reference_key = ranked[0][0]
     reference = [r for r, k in zip(runs, keys) if k == reference_key]
     process_of = {id(part): i for i, part in enumerate(parts)}   # each trace is one process
     _, first, _ = reference[0]
@@ -267,21 +306,33 @@ def profile_from_runs(parts: list[TraceRuns]) -> ProgramProfile:
         scope.alloc_bytes, scope.peak_scratch_bytes = allocated, scope_peak
     run_process = [process_of[id(part)] for part, _, _ in reference]
     quantum = timer_quantum(list(samples.values())) if basis == "device" else 0.0
+    variants = [_variant(next((p, s) for p, s, _ in runs if s.key == key), count) for key, count in ranked[1:]]
+    first_part = reference[0][0]
     return ProgramProfile(runs=len(reference), timing_basis=basis, scopes=dict(sorted(scopes.items())),
                           total_us=total_us, alloc_bytes=alloc_bytes, peak_scratch_bytes=peak,
                           traces=sorted({p.path for p in parts}), other_sequences=len(runs) - len(reference),
                           unattributed=unattributed, run_process=run_process if len(parts) > 1 else [],
-                          quantum_us=quantum)
+                          quantum_us=quantum, variants=variants, issued=list(first.issued),
+                          issued_trace=first_part.path)
 
 
-def program_name(table: EventTable) -> str:
-    """How a trace's program is named in a baseline: by its rank, so that rank 3 meets rank 3."""
-    return "trace" if table.meta.rank is None else f"rank {table.meta.rank}"
+def _variant(first: tuple[TraceRuns, _Sequence], runs: int) -> Variant:
+    """Another sequence than the reference, as the first run that launched it shows it."""
+    part, sequence = first
+    scopes: dict[str, ScopeProfile] = {}
+    for pos, (label, launch) in enumerate(sequence.launches):
+        scope = scopes.setdefault(label, ScopeProfile(launches=[], counts={}))
+        scope.launches.append(Launch(pos=pos, kind=launch.kind, name=launch.name, category=launch.category,
+                                     op=launch.op, source=launch.source))
+        scope.counts[launch.category] = scope.counts.get(launch.category, 0) + 1
+    return Variant(runs=runs, scopes=dict(sorted(scopes.items())), issued=list(sequence.issued), trace=part.path)
 
 
 def profile_traces(tables: list[EventTable], baseline_programs=()) -> dict[str, ProgramProfile]:
-    """The traces' programs by rank: the traces of one rank are repeated runs of one program; named as in a
-    baseline that holds `baseline_programs` (named_as_in_baseline)."""
+    """The traces' programs by identity (kernlint.baseline.identity: run metadata, file name, content; and
+    rank): the traces of one program are repeated runs of it; named as in a baseline that holds
+    `baseline_programs` (named_as_in_baseline). Several traces of one program under other file names are one
+    program to profile_program, not here."""
     return profiles_from_runs(named_as_in_baseline([trace_runs(t) for t in tables], baseline_programs))
 
 

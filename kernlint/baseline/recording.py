@@ -23,7 +23,8 @@ def build_baseline(programs: dict[str, ProgramProfile], environment: dict[str, A
                    refresh_command: str = "") -> Baseline:
     return Baseline(schema_version=SCHEMA_VERSION, kernlint_version=__version__,
                     created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    programs=dict(sorted(programs.items())), environment=environment or {},
+                    programs={name: p.for_baseline_file() for name, p in sorted(programs.items())},
+                    environment=environment or {},
                     refresh_command=refresh_command)
 
 

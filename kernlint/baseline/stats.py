@@ -10,7 +10,10 @@ The noise model (measured on an H200: see docs/timing.md):
 - **Between processes.** Clocks, placement and allocator state differ from process to process more than
   from run to run. A baseline recorded from several processes (`baseline record --processes N`, or several
   traces of one program) measures that spread (the robust spread of the per-process medians), and a change
-  must exceed `noise-multiple` times it, as it must exceed that multiple of the within-process spread.
+  must exceed `noise-multiple` times it, as it must exceed that multiple of the within-process spread. With
+  one process on each side nothing measures it: a prior takes its place (`between-prior` of the median or
+  `between-prior-ticks` timer ticks, the larger; measured on an H200, docs/baselines.md), and the verdict
+  says it was assumed.
 - **Many launches, one check.** Every matched launch is a test; the p-values of one check's launches are
   adjusted together by the Benjamini-Hochberg step-up method (the programs' total device times are a
   family of their own: the primary question, one test a program): when nothing changed (every test null) it bounds the
@@ -24,7 +27,9 @@ The noise model (measured on an H200: see docs/timing.md):
 The verdict, for a shift estimate (Hodges-Lehmann: the median of the pairwise differences) with its
 distribution-free confidence interval, and the smallest change that counts (`floor_us`, the largest of
 `min-effect` of the median, the noise multiples, the tick floor and `min-effect-us`):
-- slower / faster: adjusted p < alpha, |shift| > floor, and the interval excludes zero;
+- slower / faster: adjusted p < alpha, |shift| > floor, and the interval excludes zero; also slower when the
+  90th percentile moved past the floor beyond the median's own move (a wider, slower tail; a shift of the
+  whole distribution, as another process gives, is the median's to judge, never the tail's);
 - same: the whole interval lies within +-floor (a change that large is ruled out);
 - unknown: neither; `runs_needed` is how many more candidate runs would shrink the interval enough to
   decide (the interval narrows as 1/sqrt(runs)).
@@ -63,12 +68,21 @@ class TimingVerdict:
     p_ks: float = math.nan
     floor_us: float = 0.0           # the smallest change that counts (µs)
     quantum_us: float = 0.0         # the device timer's tick, 0 where the durations show none
-    between_noise: float = 0.0      # robust CV of the baseline's per-process medians (0: one process)
+    between_noise: float = 0.0      # robust CV of the per-process medians, or the prior (between_source)
     base_processes: int = 1
     cand_processes: int = 1
     runs_needed: int | None = None  # unknown: more candidate runs that would decide
     tail_shift: float = 0.0         # candidate - baseline at the 90th percentile (µs): a wider, slower tail
     tests: int = 1                  # the size of the family the p-value was adjusted over
+    # Where between_noise comes from: "baseline" or "candidate" (the side with 2 or more processes that measured
+    # it; the baseline's first), or "prior" (one process on each side: assumed, Thresholds.between_prior*).
+    between_source: str = "baseline"
+    between_prior: str = ""         # the prior in words, where between_source is "prior"
+
+    @property
+    def tail_widening(self) -> float:
+        """How far the 90th percentile moved beyond the median's own move (µs): the tail rule's measure."""
+        return self.tail_shift - max(self.shift, 0.0)
 
     @property
     def relative(self) -> float:
@@ -86,7 +100,9 @@ class TimingVerdict:
                 "noise_cv": round(self.noise, 5), "between_process_cv": round(self.between_noise, 5),
                 "baseline_runs": self.base_runs, "candidate_runs": self.cand_runs,
                 "baseline_processes": self.base_processes, "candidate_processes": self.cand_processes,
-                "runs_needed": self.runs_needed, "tail_shift_us": round(self.tail_shift, 4)}
+                "runs_needed": self.runs_needed, "tail_shift_us": round(self.tail_shift, 4),
+                "tail_widening_us": round(self.tail_widening, 4), "between_process_source": self.between_source,
+                "between_process_prior": self.between_prior or None}
 
 
 def _rounded(p: float) -> float | None:
@@ -125,6 +141,19 @@ def within_process_cv(samples: np.ndarray, groups: Sequence[int] | None) -> floa
         return robust_cv(samples)
     labels = np.asarray(groups)
     return float(np.median([robust_cv(samples[labels == g]) for g in np.unique(labels)]))
+
+
+def prior_between_cv(limits: Thresholds, median: float, quantum_us: float) -> float:
+    """The between-process CV assumed where no side measured one: `between_prior` of the median or
+    `between_prior_ticks` ticks of the device timer, the larger (docs/baselines.md: measured on an H200)."""
+    ticks = limits.between_prior_ticks * quantum_us / median if median > 0 else 0.0
+    return max(limits.between_prior, ticks)
+
+
+def _prior_words(limits: Thresholds, quantum_us: float) -> str:
+    ticks = (f" and {limits.between_prior_ticks:g} ticks of {quantum_us * 1000:.0f} ns" if quantum_us
+             and limits.between_prior_ticks else "")
+    return f"the larger of {limits.between_prior:.1%} of the median{ticks}; one process on each side"
 
 
 def between_process_cv(samples: np.ndarray, groups: Sequence[int] | None) -> tuple[float, int]:
@@ -177,7 +206,17 @@ def compare_samples(base_samples, cand_samples, limits: Thresholds, *, base_grou
     shift, low, high = hodges_lehmann(base, cand, limits.confidence)
     noise = max(within_process_cv(base, base_groups), within_process_cv(cand, cand_groups))
     between, base_processes = between_process_cv(base, base_groups)
-    _, cand_processes = between_process_cv(cand, cand_groups)
+    cand_between, cand_processes = between_process_cv(cand, cand_groups)
+    # The spread between processes, measured by a side with 2 or more processes (the baseline's first), else
+    # unknown: the prior, never 0 (one process shows no spread, and a 0 would make another process's offset
+    # look like a change).
+    source, prior = "baseline", ""
+    if base_processes < 2:
+        if cand_processes >= 2:
+            source, between = "candidate", cand_between
+        else:
+            source, prior = "prior", _prior_words(limits, quantum_us)
+            between = prior_between_cv(limits, base_median, quantum_us)
     relative_floor = max(limits.min_effect, limits.noise_multiple * max(noise, between))
     floor_us = max(relative_floor * base_median, limits.quantum_ticks * quantum_us, limits.min_effect_us)
     p, p_mw, p_ks = _p_values(base, cand, shift)
@@ -185,7 +224,8 @@ def compare_samples(base_samples, cand_samples, limits: Thresholds, *, base_grou
     verdict = TimingVerdict("unknown", base_median, cand_median, shift, low, high, p,
                             floor_us / base_median if base_median > 0 else math.inf, noise, len(base), len(cand),
                             p_mw=p_mw, p_ks=p_ks, floor_us=floor_us, quantum_us=quantum_us, between_noise=between,
-                            base_processes=base_processes, cand_processes=cand_processes, tail_shift=tail)
+                            base_processes=base_processes, cand_processes=cand_processes, tail_shift=tail,
+                            between_source=source, between_prior=prior)
     return decide(verdict, p, 1, limits)
 
 
@@ -195,8 +235,12 @@ def decide(v: TimingVerdict, p_adjusted: float, tests: int, limits: Thresholds) 
     runs_needed = None
     if p_adjusted < limits.alpha and v.shift > floor and v.ci_low > 0:
         direction = "slower"
-    elif p_adjusted < limits.alpha and v.tail_shift > floor and v.ci_high > 0:
-        direction = "slower"   # the distribution changed and its slow tail (90th percentile) moved past the floor
+    elif p_adjusted < limits.alpha and v.tail_widening > floor and v.ci_high > 0:
+        # The distribution changed and its slow tail (90th percentile) moved past the floor beyond the median's
+        # own move: a wider, slower tail. A shift of the whole distribution (another process's offset, a
+        # shift below the floor) moves the tail as much as the median and is the median's to judge: the tail
+        # of 10 runs is one or two runs, and counting the shift in it again flagged sub-floor shifts (issue 35).
+        direction = "slower"
     elif p_adjusted < limits.alpha and v.shift < -floor and v.ci_high < 0:
         direction = "faster"
     elif -floor <= v.ci_low and v.ci_high <= floor:

@@ -73,7 +73,7 @@ def _declare_builtins() -> None:
     _builtin("text", "the terminal: findings grouped by problem, a summary line", "check", "audit", "replay",
              "statistics")
     _builtin("json", "a stable schema, schema_version 1, for scripts", "check", "audit", "replay", "statistics")
-    _builtin("concise", "one path:line: ID message line per finding, for editors and problem matchers", "check")
+    _builtin("concise", "one path:line: ID message line per cause, for editors and problem matchers", "check")
     _builtin("github", "GitHub Actions annotations on the launching file:line", "check")
     _builtin("markdown", "a CI job summary: verdict per rule, then the findings", "check")
     _builtin("sarif", "SARIF 2.1.0 for code scanning and IDE viewers", "check")

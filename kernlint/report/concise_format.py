@@ -1,10 +1,13 @@
-"""`--format concise`: one `path:line: ID message` line per finding, what editors, terminal links and CI problem
-matchers read (the trace's path where the finding has no Python line), then one summary line."""
+"""`--format concise`: one `path:line: ID message` line per cause (kernlint.rules.causes: the findings of one
+rule at one line and event kind, `(N instances)` after the message of the worst), what editors, terminal
+links and CI problem matchers read (the trace's path where the finding has no Python line), then one summary
+line."""
 from __future__ import annotations
 
 from kernlint.report import RenderContext
 from kernlint.report.safe import printable
-from kernlint.rules.result import CheckResult, clean_finding, sorted_findings
+from kernlint.rules.causes import causes_of
+from kernlint.rules.result import CheckResult, clean_finding
 
 
 def location(f) -> str:
@@ -15,9 +18,13 @@ def location(f) -> str:
 
 def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
     lines = []
-    for f in map(clean_finding, sorted_findings(result.findings)):
-        where = f" [rank {f.rank}]" if f.rank is not None else ""
-        lines.append(printable(f"{location(f)}: {f.rule} [{f.severity}] {f.message}{where}"))
+    causes = causes_of(result)
+    for cause in causes:
+        f = clean_finding(cause.representative)
+        ranks = cause.ranks
+        where = f" [rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}]" if ranks else ""
+        count = f" ({cause.count} instances)" if cause.count > 1 else ""
+        lines.append(printable(f"{location(f)}: {f.rule} [{f.severity}] {f.message}{count}{where}"))
     for path, reason in result.unreadable:
         lines.append(printable(f"{path}: could not be read: {reason}"))
     incomplete = sorted({o.rule for _, o in result.incomplete})

@@ -6,6 +6,7 @@
   "tool": {"name": "kernlint", "version": "0.1.0"},
   "exit_code": 1,
   "summary": {"traces": 1, "findings": 1, "errors": 1, "warnings": 0, "infos": 0,
+              "causes": 1,            # the findings as causes (below)
               "incomplete": 0,        # (trace, rule) verdicts that could not be fully checked
               "unreadable": 0},       # entries met in a folder that could not be read
   "findings": [{
@@ -15,7 +16,20 @@
       "event": "vectorized_elementwise_kernel[FillFunctor<BFloat16>]", "event_kind": "kernel",
       "event_category": "fill", "launch_op": "aten::fill_", "top_op": "aten::new_ones",
       "source": "linear.py:88" | null, "function": "forward" | null, "anchor": "scale_1x128_kernel" | null,
-      "ts": 123.4, "fingerprint": "KL001|..."}],
+      "ts": 123.4,
+      "details": {"step": "ProfilerStep#3", "graph_replay": 2, ...} | null,   # where in the run, evidence
+      "cause": 0,                     # its cause: an index into "causes"
+      "fingerprint": "KL001|..."}],    # kernlint.rules.fingerprint: the same in another recording of the code
+  "causes": [{                        # one per rule, source line and event kind (kernlint.rules.causes)
+      "rule": "KL001", "name": "...", "severity": "error",   # the worst instance's severity
+      "key": {"rule": "KL001", "source": "linear.py:88", "event_kind": "kernel"},
+             # or, without a source line: {"rule": ..., "scope": "module Linear_N", "event": ...}
+      "message": "...", "source": "linear.py:88" | null, "event": "...", "event_kind": "kernel",
+      "count": 64, "scopes": ["module Linear_0", ...], "steps": ["ProfilerStep#1", "graph replay 2", ...],
+      "ranks": [0, 1], "traces": ["..."], "device_us": 51.1 | null, "bytes": null,   # summed over instances
+      "context": null, "representative": 12,   # the worst instance: an index into "findings"
+      "instances": [{"finding": 0, "trace": "...", "rank": null, "scope": "...", "step": "..." | null,
+                     "ts": 123.4, "device_us": 0.8, "bytes": null}, ...]}],
   "rules_passed": ["KL002"],
   "rules_incomplete": ["KL004"],           # ids not failed anywhere but not fully checked somewhere
   "rules_not_applicable": ["KL003"],        # ids that applied to none of the traces
@@ -51,6 +65,7 @@ import json
 from kernlint._version import __version__
 from kernlint.report import RenderContext
 from kernlint.report.safe import json_safe
+from kernlint.rules.causes import causes_of
 from kernlint.rules.result import CheckResult, clean_finding, sorted_findings
 
 SCHEMA_VERSION = 1
@@ -76,8 +91,34 @@ def _suppressed(result: CheckResult) -> dict:
             "findings": [{**_finding(s.finding), "how": s.how, "reason": s.reason} for s in items]}
 
 
+def _causes(causes, position: dict[int, int]) -> list[dict]:
+    from kernlint.rules.causes import instance_step
+
+    out = []
+    for cause in causes:
+        r = clean_finding(cause.representative)
+        rule, where, what = cause.key
+        key = ({"rule": rule, "source": where, "event_kind": what} if r.source else
+               {"rule": rule, "scope": where, "event": what})
+        instances = []
+        for f in cause.findings:
+            c = clean_finding(f)
+            instances.append({"finding": position[id(f)], "trace": c.trace, "rank": c.rank, "scope": c.scope,
+                              "step": instance_step(c), "ts": c.ts, "device_us": c.device_us, "bytes": c.bytes})
+        out.append({"rule": r.rule, "name": r.name, "severity": r.severity, "key": key, "message": r.message,
+                    "source": r.source, "event": r.event, "event_kind": r.event_kind, "count": cause.count,
+                    "scopes": cause.scopes, "steps": cause.steps, "ranks": cause.ranks, "traces": cause.traces,
+                    "device_us": cause.device_us, "bytes": cause.bytes, "context": cause.context,
+                    "representative": position[id(cause.representative)], "instances": instances})
+    return out
+
+
 def to_dict(result: CheckResult) -> dict:
-    findings = [_finding(f) for f in result.findings]
+    ordered = result.findings
+    causes = causes_of(result)
+    position = {id(f): i for i, f in enumerate(ordered)}
+    cause_of = {id(f): n for n, cause in enumerate(causes) for f in cause.findings}
+    findings = [{**_finding(f), "cause": cause_of[id(f)]} for f in ordered]
     counts = {s: sum(1 for f in result.findings if f.severity == s) for s in ("error", "warning", "info")}
     rule_ids = [r.id for r in result.rules]
     unreadable = set(result.unreadable)
@@ -86,9 +127,10 @@ def to_dict(result: CheckResult) -> dict:
         "tool": {"name": "kernlint", "version": __version__},
         "exit_code": result.exit_code,
         "summary": {"traces": result.traces_checked, "findings": len(findings), "errors": counts["error"],
-                    "warnings": counts["warning"], "infos": counts["info"],
+                    "warnings": counts["warning"], "infos": counts["info"], "causes": len(causes),
                     "incomplete": len(result.incomplete), "unreadable": len(result.unreadable)},
         "findings": findings,
+        "causes": _causes(causes, position),
         "rules_passed": [r for r in rule_ids if result.rule_status(r) == "passed"],
         "rules_incomplete": [r for r in rule_ids if result.rule_status(r) == "incomplete"],
         "rules_not_applicable": [r for r in rule_ids if result.rule_status(r) == "not-applicable"],
@@ -152,7 +194,7 @@ def render_statistics(result: CheckResult, ctx: RenderContext | None = None) -> 
 
     data = {"schema_version": 1, "exit_code": result.exit_code,
             "statistics": [dataclasses.asdict(s) for s in rule_statistics(result)],
-            "findings": len(result.findings),
+            "findings": len(result.findings), "causes": len(causes_of(result)),
             "rules_incomplete": sorted({o.rule for _, o in result.incomplete}),
             "unreadable": len(result.unreadable)}
     return json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"

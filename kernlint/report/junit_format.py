@@ -1,8 +1,10 @@
 """JUnit XML for CI test reports: a test suite per trace, a test case per rule verdict.
 
-A failed rule is a `<failure type="SEVERITY">` whose text lists every finding (message, scope, source line,
-cost); a rule that does not apply is `<skipped>`; a verdict that could not be reached on a damaged trace is
-an `<error type="incomplete">`, never a pass; an input that could not be read is a test case with an
+A failed rule is a `<failure type="SEVERITY">` whose text lists each of its causes (kernlint.rules.causes:
+the findings of one source line and event kind, across layers and steps) once, as its worst finding
+(message, scope, source line, cost), then its instances one line each (scope, step, trace, cost); a rule
+that does not apply is `<skipped>`; a verdict that could not be reached on a damaged trace is an
+`<error type="incomplete">`, never a pass; an input that could not be read is a test case with an
 `<error type="unreadable">`. `kernlint audit` renders one test case per workload (or, with --replay, per
 recorded case). Built with xml.etree; what a trace holds is shown with control characters visible
 (kernlint.report.safe), so the XML is well-formed whatever the kernel, scope or file names are.
@@ -15,6 +17,7 @@ from pathlib import PurePath
 
 from kernlint.report import RenderContext
 from kernlint.report.safe import cost_text, printable
+from kernlint.rules.causes import describe_instances, group_causes, instance_step
 from kernlint.rules.result import (
     STATUS_FAILED,
     STATUS_INCOMPLETE,
@@ -106,16 +109,41 @@ def _finding_lines(f) -> list[str]:
     return lines
 
 
+def _instance_line(f) -> str:
+    f = clean_finding(f)
+    where = [f"scope: {f.scope}"]
+    step = instance_step(f)
+    if step:
+        where.append(step)
+    where.append(f"trace: {f.trace}" + (f", rank {f.rank}" if f.rank is not None else ""))
+    cost = cost_text(f)
+    if cost:
+        where.append(cost)
+    return "  - " + "; ".join(where)
+
+
+def _cause_lines(cause) -> list[str]:
+    """A cause: its worst finding's lines, then (several instances) where they are and one line each."""
+    lines = _finding_lines(cause.representative)
+    if cause.count > 1:
+        total = cost_text(cause)
+        lines.append(f"  {describe_instances(cause)}" + (f"; cost in all: {total}" if total else ""))
+        lines += [_instance_line(f) for f in cause.findings]
+    return lines
+
+
 def _outcome_case(report, outcome) -> ET.Element:
     case = _case(_classname(report), f"{outcome.rule} {outcome.name}")
     findings = sorted_findings(outcome.findings)
-    text = [line for f in findings for line in _finding_lines(f)]
+    causes = group_causes(findings)
+    text = [line for cause in causes for line in _cause_lines(cause)]
     if outcome.note:
         text.append(f"note: {outcome.note}")
     if outcome.status == STATUS_FAILED:
         if findings:
-            message = f"{len(findings)} finding(s): {clean_finding(findings[0]).message}" + \
-                (" ..." if len(findings) > 1 else "")
+            grouped = f" in {len(causes)} cause(s)" if len(causes) != len(findings) else ""
+            message = f"{len(findings)} finding(s){grouped}: {clean_finding(causes[0].representative).message}" + \
+                (" ..." if len(causes) > 1 else "")
         else:
             message = outcome.reason or "failed"
         ET.SubElement(case, "failure", {"message": _line(message), "type": _line(outcome.severity)}).text = \

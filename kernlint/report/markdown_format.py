@@ -1,9 +1,12 @@
-"""Markdown for a CI job summary ($GITHUB_STEP_SUMMARY): the verdict per rule, then the findings."""
+"""Markdown for a CI job summary ($GITHUB_STEP_SUMMARY): the verdict per rule, then the findings, one row per
+cause (kernlint.rules.causes: the findings of one rule at one source line and event kind): its worst
+instance, with `(N instances: scopes; steps; ranks; traces)` after the message."""
 from __future__ import annotations
 
 from kernlint.report import RenderContext
 from kernlint.report.safe import cost_text, printable
-from kernlint.rules.result import CheckResult, clean_finding, sorted_findings, timing_warnings
+from kernlint.rules.causes import causes_of, describe_instances
+from kernlint.rules.result import CheckResult, clean_finding, timing_warnings
 
 _ICON = {"failed": "failed", "passed": "passed", "incomplete": "incomplete", "not-applicable": "not applicable"}
 
@@ -17,16 +20,23 @@ def _cell(value: object) -> str:
 
 
 def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
-    findings = sorted_findings(result.findings)
-    out = [f"## kernlint: {len(findings)} finding(s) in {result.traces_checked} trace(s)", ""]
+    findings = result.findings
+    causes = causes_of(result)
+    grouped = f" ({len(causes)} cause{'' if len(causes) == 1 else 's'})" if len(causes) != len(findings) else ""
+    out = [f"## kernlint: {len(findings)} finding(s){grouped} in {result.traces_checked} trace(s)", ""]
     out += ["| rule | name | verdict |", "|---|---|---|"]
     for rule in result.rules:
         out.append(f"| {_cell(rule.id)} | {_cell(rule.name)} | {_ICON[result.rule_status(rule.id)]} |")
     if findings:
         out += ["", "| rule | severity | message | source | scope | cost | trace |", "|---|---|---|---|---|---|---|"]
-        for f in map(clean_finding, findings):
+        for cause in causes:
+            f = clean_finding(cause.representative)
             cost = cost_text(f) or ""
-            out.append(f"| {_cell(f.rule)} | {_cell(f.severity)} | {_cell(f.message)} | {_cell(f.source or '')} | "
+            message = f.message
+            if cause.count > 1:
+                total = cost_text(cause)
+                message += f" ({describe_instances(cause)}" + (f"; cost in all: {total}" if total else "") + ")"
+            out.append(f"| {_cell(f.rule)} | {_cell(f.severity)} | {_cell(message)} | {_cell(f.source or '')} | "
                        f"{_cell(f.scope)} | {_cell(cost)} | "
                        f"{_cell(f.trace)}{' rank ' + str(f.rank) if f.rank is not None else ''} |")
     baseline_warnings = timing_warnings(result)

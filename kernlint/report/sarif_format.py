@@ -1,9 +1,17 @@
-"""SARIF 2.1.0 log (GitHub code scanning, IDE viewers): one result per finding, at the launching file:line.
+"""SARIF 2.1.0 log (GitHub code scanning, IDE viewers): one result per cause, at the launching file:line.
 
 One run. `tool.driver.rules` holds every selected rule with its documentation (What it does / Why is this
-bad? / Example / Use instead / References). Each finding is a result at the user Python line that launched
-it (`source`); for a trace recorded without stacks it points at the trace file instead, with no region.
-`partialFingerprints["kernlintFingerprint/v1"]` is the finding's baseline fingerprint. What the check could
+bad? / Example / Use instead / References). Each cause (kernlint.rules.causes: the findings of one rule at
+one source line and event kind, across layers, steps and ranks) is one result at the user Python line that
+launched it (`source`); for a trace recorded without stacks it points at the trace file instead, with no
+region. The result is its worst instance's, and a cause of several instances says how many in its message
+and in `properties.instances`, lists its scopes, steps, ranks and traces in the properties, and its instances
+(up to MAX_RELATED) as `relatedLocations`, each with its scope and where in the run it ran. Its partial
+fingerprint is the smallest of its instances' fingerprints, the same whichever instance is the worst.
+`partialFingerprints["kernlintFingerprint/v2"]` is the finding's fingerprint of scheme 2
+(kernlint.rules.fingerprint): rule, scope, event, ops and source file:line with what each recording numbers
+(step numbers, pids, ranks, replays, addresses, absolute paths) left out, so that code scanning keeps one
+alert for the same finding in the next recording (v1 held the names as recorded). What the check could
 not do is in `invocations[0]`: `executionSuccessful` is false and `toolExecutionNotifications` names each
 incomplete (trace, rule) verdict and each input that could not be read. Every string from a trace shows
 control characters visibly (kernlint.report.safe); no number is NaN.
@@ -19,14 +27,17 @@ from urllib.parse import quote
 from kernlint._version import __version__
 from kernlint.report import RenderContext
 from kernlint.report.safe import cost_text, finite_number, json_safe, present, printable
+from kernlint.rules.causes import causes_of, describe_instances, instance_step
 from kernlint.rules.docs import RULE_PAGES, reference_line
-from kernlint.rules.result import CheckResult, clean_finding, sorted_findings, timing_warnings
+from kernlint.rules.result import CheckResult, clean_finding, timing_warnings
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-FINGERPRINT_KEY = "kernlintFingerprint/v1"
+# The key names the fingerprint scheme (kernlint.rules.fingerprint.FINGERPRINT_SCHEME).
+FINGERPRINT_KEY = "kernlintFingerprint/v2"
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+MAX_RELATED = 100   # a cause's instances listed as relatedLocations
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:/")
 # Characters kept as they are in a relative path; ":" is not among them, as a relative reference whose
@@ -141,12 +152,16 @@ def _whole(value) -> int | None:
 
 
 
-def _message(f) -> str:
+def _message(f, cause=None) -> str:
     where = [f"scope: {f.scope}", f"event: {f.event}"]
     cost = cost_text(f)
     if cost:
         where.append(f"cost: {cost}")
     where.append(f"trace: {f.trace}" + (f", rank {f.rank}" if f.rank is not None else ""))
+    if cause is not None and cause.count > 1:
+        total = cost_text(cause)
+        instances = describe_instances(cause) + (f"; cost in all: {total}" if total else "")
+        return _line(f"{f.message} [{instances}; the worst: {'; '.join(where)}]")
     return _line(f"{f.message} [{'; '.join(where)}]")
 
 
@@ -196,7 +211,7 @@ def _safe_value(value):
     return value
 
 
-def _result(f, rule_index: dict[str, int]) -> dict:
+def _result(f, rule_index: dict[str, int], cause=None) -> dict:
     f = clean_finding(f)
     result = {"ruleId": _line(f.rule)}
     if f.rule in rule_index:
@@ -204,12 +219,42 @@ def _result(f, rule_index: dict[str, int]) -> dict:
     result.update({
         "kind": "fail",
         "level": _LEVEL.get(f.severity, "warning"),
-        "message": {"text": _message(f)},
+        "message": {"text": _message(f, cause)},
         "analysisTarget": {"uri": _uri(f.trace)},
         "locations": [_location(f)],
         "partialFingerprints": {FINGERPRINT_KEY: _line(f.fingerprint)},
         "properties": _properties(f),
     })
+    return result
+
+
+def _instance_location(n: int, f) -> dict:
+    f = clean_finding(f)
+    location = {"id": n, **_location(f)}
+    where = [f.scope or "-"]
+    step = instance_step(f)
+    if step:
+        where.append(step)
+    where.append(f.trace + (f", rank {f.rank}" if f.rank is not None else ""))
+    cost = cost_text(f)
+    if cost:
+        where.append(cost)
+    location["message"] = {"text": _line(f"instance {n + 1}: " + "; ".join(where))}
+    return location
+
+
+def _cause_result(cause, rule_index: dict[str, int]) -> dict:
+    """One result per cause: its worst instance's, with the others counted, described and listed."""
+    result = _result(cause.representative, rule_index, cause)
+    if cause.count == 1:
+        return result
+    result["partialFingerprints"] = {FINGERPRINT_KEY: _line(min(f.fingerprint for f in cause.findings))}
+    result["relatedLocations"] = [_instance_location(n, f) for n, f in enumerate(cause.findings[:MAX_RELATED])]
+    result["properties"].update(_safe_value({
+        "instances": cause.count, "scopes": cause.scopes, "steps": cause.steps, "ranks": cause.ranks,
+        "traces": cause.traces,
+        **({"deviceTimeUsTotal": finite_number(cause.device_us)} if cause.device_us is not None else {}),
+        **({"bytesTotal": cause.bytes} if cause.bytes is not None else {})}))
     return result
 
 
@@ -272,7 +317,7 @@ def to_dict(result: CheckResult) -> dict:
         "runs": [{
             "tool": {"driver": driver},
             "invocations": [invocation],
-            "results": [_result(f, rule_index) for f in sorted_findings(result.findings)]
+            "results": [_cause_result(cause, rule_index) for cause in causes_of(result)]
             + [_suppressed_result(s, rule_index) for s in getattr(result, "suppressed", [])],
         }],
     })

@@ -15,6 +15,15 @@ from typing import TYPE_CHECKING
 from kernlint.report import RenderContext
 from kernlint.report.safe import cost_text, format_bytes, format_duration_us, is_missing, printable
 from kernlint.report.styled import Line, Lines
+from kernlint.rules.causes import (
+    Cause,
+    causes_of,
+    describe_instances,
+    group_causes,
+    instance_step,
+    linked,
+    problem_count,
+)
 from kernlint.rules.result import STATUS_INCOMPLETE, CheckResult, clean_finding, sorted_findings
 
 if TYPE_CHECKING:
@@ -24,6 +33,8 @@ _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _STATUS_STYLE = {"failed": "bold red", "passed": "green", "not-applicable": "dim", "incomplete": "bold magenta"}
 _INCOMPLETE_STYLE = "bold magenta"
 _LISTED = 5   # incomplete verdicts named in the summary line before "and N more"
+_NAMED = 3    # scopes, steps named in a cause's instances line before "and N more"
+_INSTANCE_LINES = 50   # instances listed under a cause with -v
 # How much the text report says: -q, the default, -v.
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 
@@ -39,11 +50,11 @@ def _rich_t(value: object, style: str = ""):
     return Text(printable(value), style=style)
 
 
-def _finding_lines(f, report) -> list[Line]:
+def _finding_lines(f, report, *, rank: bool = True) -> list[Line]:
     f = clean_finding(f)
     line = Line("  ")
     line.append(f"{printable(f.rule)} {printable(f.name)}", style=_SEVERITY_STYLE.get(f.severity, "bold"))
-    if f.rank is not None and report.rank is None:
+    if rank and f.rank is not None and report.rank is None:
         line.append(f" (rank {printable(f.rank)})")
     line.append(f" [{printable(f.severity)}] ")
     line.append(printable(f.message))
@@ -67,39 +78,55 @@ def _finding_lines(f, report) -> list[Line]:
     return [line, detail]
 
 
-def ordered_findings(findings) -> tuple[list, list]:
-    """(findings to act on, each with the finding of its group printed before it or None; findings with a
-    context). Those to act on keep their order, each group's members together after its first."""
-    acted = [f for f in findings if not f.context]
-    in_context = [f for f in findings if f.context]
-    by_group: dict[str, list] = {}
-    for f in acted:
-        if f.group:
-            by_group.setdefault(f.group, []).append(f)
-    out, placed = [], set()
-    for f in acted:
-        if id(f) in placed:
-            continue
-        members = by_group.get(f.group, [f]) if f.group else [f]
-        for m in members:
-            placed.add(id(m))
-            out.append((m, None if m is members[0] or m.rule == members[0].rule else members[0]))
-    return out, in_context
+def _instances_line(cause: Cause) -> Line:
+    """`64 instances: 8 scopes (module A_0, module A_1, module A_2 and 5 more); 2 steps (...); 2 traces;
+    cost in all: 51.2 µs device time`."""
+    cost = cost_text(cause)
+    return Line("      " + printable(describe_instances(cause, _NAMED)) + (f"; cost in all: {cost}" if cost else ""),
+                style="dim")
 
 
-def _context_line(findings) -> str:
-    """`8 more in context, info: 6 step edge, 1 warm-up, 1 result readback`."""
+def _instance_line(f, report) -> Line:
+    f = clean_finding(f)
+    where = [printable(f.scope) or "-"]
+    step = instance_step(f)
+    if step:
+        where.append(printable(step))
+    if f.rank is not None and report.rank is None:
+        where.append(f"rank {printable(f.rank)}")
+    if f.trace != report.trace:
+        where.append(printable(f.trace))
+    if f.ts is not None:
+        where.append(f"at {f.ts:.1f} µs")
+    cost = cost_text(f)
+    if cost:
+        where.append(cost)
+    return Line("        - " + " | ".join(where), style="dim")
+
+
+def _cause_lines(cause: Cause, report, verbosity: int) -> list[Line]:
+    """A cause: its worst instance's finding lines (`(64 instances)` after its message), then a line on
+    where its instances are; with -v one line per instance."""
+    lines = _finding_lines(cause.representative, report, rank=cause.count == 1)
+    if cause.count == 1:
+        return lines
+    lines[0].append(f" ({cause.count} instances)", style="bold")
+    lines.append(_instances_line(cause))
+    if verbosity >= VERBOSE:
+        lines += [_instance_line(f, report) for f in cause.findings[:_INSTANCE_LINES]]
+        if cause.count > _INSTANCE_LINES:
+            lines.append(Line(f"        ... and {cause.count - _INSTANCE_LINES} more (--format json lists them "
+                              "all)", style="dim"))
+    return lines
+
+
+def _context_line(causes) -> str:
+    """`8 more right but not to act on first (info): 6 step edge, 1 warm-up, 1 result readback`, by cause."""
     counts: dict[str, int] = {}
-    for f in findings:
-        counts[f.context] = counts.get(f.context, 0) + 1
+    for c in causes:
+        counts[c.context] = counts.get(c.context, 0) + 1
     by = ", ".join(f"{n} {printable(c)}" for c, n in counts.items())
-    return f"{len(findings)} more right but not to act on first (info): {by}"
-
-
-def problem_count(findings) -> int:
-    """Findings to act on, a group of findings on one event counted once."""
-    groups = {f.group for f in findings if not f.context and f.group}
-    return len(groups) + sum(1 for f in findings if not f.context and not f.group)
+    return f"{len(causes)} more right but not to act on first (info): {by}"
 
 
 def _plural(n: int, one: str, many: str | None = None) -> str:
@@ -167,10 +194,15 @@ def _summary_line(result: CheckResult, verbosity: int) -> Line:
     gaps = _gaps(result)
     if n:
         summary = Line.assemble("Found ", (f"{n} finding(s)", "bold red"), f" in {checked}")
-        problems, in_context = problem_count(result.findings), sum(1 for f in result.findings if f.context)
-        if in_context or problems != n:
-            summary.append(f": {_plural(problems, 'problem')} to act on"
-                           + (f", {in_context} in context (info)" if in_context else ""))
+        causes = causes_of(result)
+        problems, in_context = problem_count(causes), sum(1 for c in causes if c.context)
+        said = [_plural(len(causes), "cause")] if len(causes) != n else []
+        if in_context or problems != len(causes):
+            said.append(f"{_plural(problems, 'problem')} to act on")
+        if in_context:
+            said.append(f"{in_context} in context (info)")
+        if said:
+            summary.append(": " + ", ".join(said))
         summary.append(".")
         if gaps:
             summary.append(" Also " + "; ".join(gaps) + ".", style=_INCOMPLETE_STYLE)
@@ -195,14 +227,18 @@ def _verdict_table(report) -> Table:
     return table
 
 
-def _trace_parts(report, verbosity: int) -> list:
-    """One trace's part of the report. Below -v: its findings and incomplete verdicts only (a trace with
-    neither says nothing); with -v: also the verdict of every rule, with reasons and notes."""
-    findings = sorted_findings(report.findings)
+def _trace_parts(report, verbosity: int, causes: list[Cause] | None = None,
+                 same_as: dict[int, Cause] | None = None) -> list:
+    """One trace's part of the report. Below -v: its causes (`causes`: those to show here, by default its
+    findings' own) and incomplete verdicts only (a trace with neither says nothing); with -v: also the
+    verdict of every rule, with reasons and notes. `same_as`: by id, the cause of another rule on the same
+    events that a cause is the same problem as (kernlint.rules.causes.linked over the whole result)."""
+    if causes is None:
+        causes = group_causes(report.findings)
     incomplete = [o for o in report.outcomes if o.status == STATUS_INCOMPLETE]
     verbose = verbosity >= VERBOSE
     warnings = report.warnings if verbosity >= NORMAL else []
-    if not (verbose or findings or incomplete or warnings):
+    if not (verbose or causes or incomplete or warnings):
         return []
     where = printable(report.trace) + (f" (rank {report.rank})" if report.rank is not None else "")
     device = "GPU events" if report.has_device_events else "no GPU events: op-level checks only"
@@ -211,16 +247,18 @@ def _trace_parts(report, verbosity: int) -> list:
     else:
         counted = f"  {report.events} events, {device}"
     parts: list = [Line.assemble((where, "bold"), counted)]
-    acted, in_context = ordered_findings(findings)
-    for f, first in acted:
-        lines = _finding_lines(f, report)
-        if first is not None:   # the same event as the finding above: one problem
+    in_context = [c for c in causes if c.context]
+    for cause, first in linked(causes):
+        if same_as is not None:
+            first = same_as.get(id(cause))
+        lines = _cause_lines(cause, report, verbosity)
+        if first is not None:   # the same events as the cause above: one problem
             lines[0] = Line.assemble("  + ", (f"same problem as {printable(first.rule)}: ", "dim"),
                                      lines[0][2:])
         parts.extend(lines)
     if in_context and verbose:
-        for f in in_context:
-            parts.extend(_finding_lines(f, report))
+        for cause in in_context:
+            parts.extend(_cause_lines(cause, report, verbosity))
     elif in_context:
         parts.append(_t(f"  {_context_line(in_context)} (-v lists them)", _SEVERITY_STYLE["info"]))
     for line in warnings:
@@ -250,14 +288,29 @@ def _trace_parts(report, verbosity: int) -> list:
     return parts
 
 
+def causes_by_report(result: CheckResult) -> list[list[Cause]]:
+    """For each report, the causes shown in its part: each cause once, in the first report holding one of its
+    instances (a cause over several traces or ranks is one block, listing them)."""
+    owner: dict[int, int] = {}
+    for i, report in enumerate(result.reports):
+        for f in report.findings:
+            owner.setdefault(id(f), i)
+    out: list[list[Cause]] = [[] for _ in result.reports]
+    for cause in causes_of(result):
+        out[min(owner[id(f)] for f in cause.findings)].append(cause)
+    return out
+
+
 def render(result: CheckResult, ctx: RenderContext | None = None) -> Lines:
     """The text report. `verbosity`: QUIET (-q) shows findings and what could not be checked, nothing for a
     clean check; NORMAL shows findings and a summary line, one line for a clean check; VERBOSE (-v) adds
     every trace's per-rule verdict table, reasons, notes and the files skipped."""
     verbosity = ctx.verbosity if ctx else NORMAL
     parts: list = []
-    for report in result.reports:
-        parts.extend(_trace_parts(report, verbosity))
+    shown = causes_by_report(result)
+    same_as = {id(cause): first for cause, first in linked([c for part in shown for c in part]) if first is not None}
+    for report, causes in zip(result.reports, shown):
+        parts.extend(_trace_parts(report, verbosity, causes, same_as))
     unreadable = set(result.unreadable)
     not_traces = [s for s in result.skipped if s not in unreadable]
     if result.unreadable:   # always shown: they make the exit code 4
@@ -300,9 +353,10 @@ class RuleStatistic:
 
     rule: str
     name: str
-    count: int
+    count: int                # findings: every instance
     device_us: float | None   # summed device time of the offending launches; None when no finding had one
     bytes: int | None         # summed bytes they allocated; None when no finding had a size
+    causes: int = 0           # causes (kernlint.rules.causes): findings of one line and event kind count once
 
 
 def _total(values) -> float | None:
@@ -311,24 +365,24 @@ def _total(values) -> float | None:
 
 
 def rule_statistics(result: CheckResult) -> list[RuleStatistic]:
-    """Per rule with findings: how many, and their summed device time and bytes; most findings first."""
+    """Per rule with findings: how many causes and findings (instances), and their summed device time and
+    bytes; most causes first, then most findings."""
     by_rule: dict[str, list] = {}
     for f in result.findings:
         by_rule.setdefault(f.rule, []).append(f)
+    causes: dict[str, int] = {}
+    for cause in causes_of(result):
+        causes[cause.rule] = causes.get(cause.rule, 0) + 1
     stats = [RuleStatistic(rule=rule, name=found[0].name, count=len(found),
                            device_us=_total(f.device_us for f in found),
-                           bytes=_total(f.bytes for f in found))
+                           bytes=_total(f.bytes for f in found), causes=causes.get(rule, 0))
              for rule, found in by_rule.items()]
-    return sorted(stats, key=lambda s: (-s.count, s.rule))
-
-
-
-
+    return sorted(stats, key=lambda s: (-s.causes, -s.count, s.rule))
 
 
 def render_statistics(result: CheckResult, ctx: RenderContext | None = None) -> Lines:
-    """`--statistics`: a row per rule with findings (count, rule, name, device time, bytes), then the
-    summary line; what could not be checked is always named."""
+    """`--statistics`: a row per rule with findings (causes, findings, rule, name, device time, bytes), then
+    the summary line; what could not be checked is always named."""
     verbosity = ctx.verbosity if ctx else NORMAL
     parts: list = []
     stats = rule_statistics(result)
@@ -337,11 +391,12 @@ def render_statistics(result: CheckResult, ctx: RenderContext | None = None) -> 
         from rich.text import Text
 
         table = Table(box=None, show_header=True, header_style="bold", padding=(0, 1, 0, 0))
-        for column, justify in (("count", "right"), ("rule", "left"), ("name", "left"),
+        for column, justify in (("causes", "right"), ("findings", "right"), ("rule", "left"), ("name", "left"),
                                 ("device time", "right"), ("bytes", "right")):
             table.add_column(column, justify=justify, no_wrap=True)
         for s in stats:
-            table.add_row(Text(str(s.count)), _rich_t(s.rule), _rich_t(s.name), Text(format_duration_us(s.device_us)),
+            table.add_row(Text(str(s.causes)), Text(str(s.count)), _rich_t(s.rule), _rich_t(s.name),
+                          Text(format_duration_us(s.device_us)),
                           Text(format_bytes(s.bytes)))
         parts.append(table)
     if verbosity > QUIET or _gaps(result):
@@ -377,14 +432,15 @@ def render_audit(run, ctx: RenderContext | None = None) -> Lines:
         name = printable(v.workload.name)
         for problem in v.problems:
             parts.append(_t(f"  {name}: {printable(problem)}", "bold red"))
-        findings = sorted_findings(v.report.findings) if v.report else []
-        for f in findings[:4]:
-            f = clean_finding(f)
-            rank = f" (rank {f.rank})" if f.rank is not None else ""
-            parts.append(_t(f"  {name}{rank}: {printable(f.rule)} {printable(f.message)}" +
+        causes = group_causes(v.report.findings) if v.report else []
+        for cause in causes[:4]:
+            f = clean_finding(cause.representative)
+            rank = f" (rank {f.rank})" if f.rank is not None and cause.count == 1 else ""
+            count = f" ({cause.count} instances)" if cause.count > 1 else ""
+            parts.append(_t(f"  {name}{rank}: {printable(f.rule)} {printable(f.message)}{count}" +
                             (f" [{printable(f.source)}]" if f.source else ""), "dim"))
-        if len(findings) > 4:
-            parts.append(_t(f"  {name}: ... {len(findings) - 4} more", "dim"))
+        if len(causes) > 4:
+            parts.append(_t(f"  {name}: ... {len(causes) - 4} more", "dim"))
     if run.baseline_report is not None:
         report = run.baseline_report
         parts.append(Line(""))

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from kernlint.rules.causes import Cause, causes_of, describe_instances, instance_step
 from kernlint.rules.result import CheckResult, Finding, TraceReport, clean_finding, sorted_findings
 from kernlint.rules.schema import Rule
 from kernlint.trace.event_columns import EventColumns, factorize
@@ -29,10 +30,7 @@ MAX_KERNEL_ROWS = 300
 MAX_SCOPE_ROWS = 200
 MAX_ALLOCATION_POINTS = 1500
 MAX_TEMPORARY_MARKS = 200
-MAX_INSTANCES = 20       # instances of one finding group listed under it
-# Rules whose findings differ in their message only (a baseline's timing change of one kernel position): never
-# grouped, each is its own.
-_GROUPED_BY_MESSAGE = frozenset({"KL801", "KL802", "KL803", "KL804", "KL805", "KL806", "KL807"})
+MAX_INSTANCES = 20       # instances of one cause listed under it, besides the one shown
 _FRAME_LINE = re.compile(r"\(\d+\)(?=: )")
 
 
@@ -121,16 +119,32 @@ class Allocations:
 
 
 @dataclass
+class InstanceView:
+    """One instance of a cause, as its card lists it."""
+
+    trace: str
+    rank: int | None
+    scope: str
+    step: str | None
+    ts: float | None
+    device_us: float | None
+    bytes: int | None
+
+
+@dataclass
 class FindingView:
-    """One finding, or a group of findings alike (same rule, scope, event, launching op and line: the same
-    stray kernel in every step or every rank), shown once with its instances listed."""
+    """One cause (kernlint.rules.causes: the findings of one rule at one source line and event kind, the same
+    stray kernel in every layer, step and rank), shown once: its worst instance, with the timeline of that
+    instance, and every instance listed."""
 
     id: str
-    finding: Finding                 # the first instance
+    finding: Finding                 # the worst instance (the cause's representative)
     rule: Rule | None
     timeline_id: str | None = None
     instances: list[Finding] = field(default_factory=list)   # the others, up to MAX_INSTANCES
-    count: int = 1                   # all instances, the first included
+    count: int = 1                   # all instances, the one shown included
+    listed: list[InstanceView] = field(default_factory=list)  # the one shown and the others, up to MAX_INSTANCES + 1
+    where: str = ""                  # where the instances are, in words (describe_instances); "" for one
 
 
 @dataclass
@@ -480,18 +494,8 @@ def build_report_view(result: CheckResult, tables: list[EventTable], *, title: s
     """The report of a check: `result` with the tables it was made from (same traces, any order)."""
     rules = {r.id: r for r in result.rules}
     by_path = {t.path: t for t in tables}
-    groups: dict[tuple, FindingView] = {}
-    for f in sorted_findings(result.findings):
-        f = clean_finding(f)
-        key = (f.rule, f.scope, f.event, f.launch_op, f.source, f.message if f.rule in _GROUPED_BY_MESSAGE else "")
-        view = groups.get(key)
-        if view is None:
-            groups[key] = FindingView(f"finding-{len(groups) + 1}", f, rules.get(f.rule))
-        else:
-            view.count += 1
-            if len(view.instances) < MAX_INSTANCES:
-                view.instances.append(f)
-    views = list(groups.values())
+    views = [_finding_view(f"finding-{n + 1}", cause, rules.get(cause.rule))
+             for n, cause in enumerate(causes_of(result))]
     verdicts = []
     for rule in result.rules:
         status = result.rule_status(rule.id)
@@ -505,8 +509,7 @@ def build_report_view(result: CheckResult, tables: list[EventTable], *, title: s
         if table is None:
             continue
         index = ScopeIndex.of(table)
-        own = [v for v in views if v.finding.trace == report.trace and v.finding.rule in rules
-               and not rules[v.finding.rule].cross_rank and not rules[v.finding.rule].needs_baseline]
+        own = [v for v in views if _is_own(v.finding, report, rules)]
         timelines: list[Timeline] = []
         seen: dict[tuple, Timeline] = {}
         for view in own:
@@ -530,7 +533,8 @@ def build_report_view(result: CheckResult, tables: list[EventTable], *, title: s
         kernels, omitted = kernel_rows(table)
         traces.append(TraceView(
             f"trace-{n}", report.trace, report.rank, report.events, report.has_device_events, report.has_stacks,
-            _gpu(table), kernels, omitted, scope_rows(table, index, [v.finding for v in own]),
+            _gpu(table), kernels, omitted,
+            scope_rows(table, index, [f for f in report.findings if _is_own(f, report, rules)]),
             allocations(table), timelines, list(report.damage), list(report.notes)))
     cross = []
     for report in result.reports:
@@ -553,6 +557,24 @@ def build_report_view(result: CheckResult, tables: list[EventTable], *, title: s
         baseline_warnings=[w for r in baseline_reports for w in r.warnings],
         metadata=_metadata(tables, metadata), notes=list(result.notes), counts=dict(counts),
         gate=_GATE.get(result.exit_code, "see the exit codes in the README"))
+
+
+def _is_own(f: Finding, report: TraceReport, rules: dict[str, Rule]) -> bool:
+    """A finding of the trace's own rules, on that trace (not a cross-rank or baseline rule's)."""
+    return f.trace == report.trace and f.rule in rules and not rules[f.rule].cross_rank \
+        and not rules[f.rule].needs_baseline
+
+
+def _finding_view(view_id: str, cause: Cause, rule: Rule | None) -> FindingView:
+    shown = clean_finding(cause.representative)
+    others = [clean_finding(f) for f in cause.findings if f is not cause.representative]
+
+    def listed(f: Finding) -> InstanceView:
+        return InstanceView(f.trace, f.rank, f.scope, instance_step(f), f.ts, f.device_us, f.bytes)
+
+    return FindingView(view_id, shown, rule, instances=others[:MAX_INSTANCES], count=cause.count,
+                       listed=[listed(f) for f in [shown] + others[:MAX_INSTANCES]],
+                       where=describe_instances(cause) if cause.count > 1 else "")
 
 
 # What `kernlint check` exits with, in the words of the gate that reads it.

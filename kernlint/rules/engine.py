@@ -206,15 +206,18 @@ def check_against_baseline(tables: Sequence[EventTable | TraceSummary], rules: S
     facts = [_facts(t) for t in tables]
     damage = [f"{path}: {line}" for path, _, _, _, lines in facts for line in lines]
     if comparison.compared_nothing:   # never "passed with 0 checked"
-        why = "; ".join(comparison.notes) or "the baseline holds no program"
-        outcomes = [RuleOutcome(rule.id, rule.name, rule.severity, STATUS_NOT_APPLICABLE,
+        why = "; ".join(comparison.notes) or (
+            "no checked program has a program of the baseline's identity" if comparison.unmatched
+            else "the baseline holds no program")
+        outcomes = [rule.kind.run_baseline(rule, comparison) if rule.kind.judges_pairing else
+                    RuleOutcome(rule.id, rule.name, rule.severity, STATUS_NOT_APPLICABLE,
                                 reason=f"the baseline compares nothing ({why}); record it from traces of "
                                        "these programs") for rule in rules]
     else:
         outcomes = [mark_incomplete(rule.kind.run_baseline(rule, comparison), damage) for rule in rules]
     warnings = [f"timing environment: {w}" for w in comparison.environment_warnings]
     if comparison.compared_nothing:
-        warnings.append(outcomes[0].reason if outcomes else "the baseline compares nothing")
+        warnings.append(next((o.reason for o in outcomes if o.reason), "the baseline compares nothing"))
     unknown = comparison.unknown_timings
     if unknown and not comparison.strict_timing:   # Pinpoint's UNKNOWN: never a silent pass
         most = unknown[0]
@@ -225,8 +228,16 @@ def check_against_baseline(tables: Sequence[EventTable | TraceSummary], rules: S
     warnings += [f"{p.name}: {p.timing_note}" for p in comparison.programs if p.timing_note]
     return TraceReport(trace=f"baseline {comparison.baseline_path}".strip(), events=sum(f[1] for f in facts),
                        has_device_events=all(f[2] for f in facts), has_stacks=all(f[3] for f in facts), rank=None,
-                       outcomes=outcomes, notes=list(comparison.notes), damage=damage,
+                       outcomes=outcomes, notes=[*comparison.notes, *_matching_note(comparison)], damage=damage,
                        warnings=warnings + list(comparison.notes), subject="baseline")
+
+
+def _matching_note(comparison) -> list[str]:
+    """Which checked program met which baseline program (by identity: kernlint.baseline.identity)."""
+    if not comparison.matched:
+        return []
+    pairs = ", ".join(c if c == b else f"{c} -> {b}" for c, b in comparison.matched)
+    return [f"programs compared with the baseline: {pairs}"]
 
 
 def _combine(checked: Sequence[CheckedTrace], rules: Sequence[Rule]) -> list[TraceReport]:

@@ -68,8 +68,11 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        """Stable identity across runs (no timestamps, no file paths): for baselines."""
-        return "|".join([self.rule, self.scope, self.event, self.top_op or "", self.anchor or ""])
+        """Identity across recordings of the same code (no times, trace paths, ranks, pids, step numbers;
+        kernlint.rules.fingerprint): the suppressions file's key, SARIF's partialFingerprints, JSON's."""
+        from kernlint.rules.fingerprint import fingerprint
+
+        return fingerprint(self)
 
 
 @dataclass

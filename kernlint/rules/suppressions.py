@@ -2,7 +2,10 @@
 
 - a bulk file like ESLint's (`kernlint-suppressions.json`): fingerprints with counts, written by
   `check --suppress-all` / `--suppress-rule ID`; a later run reports a fingerprint only beyond its count;
-  `--prune-suppressions` drops what no longer occurs;
+  `--prune-suppressions` drops what no longer occurs. The fingerprints (kernlint.rules.fingerprint) hold no
+  step number, pid, rank or absolute path: the file written from one recording silences the same findings
+  in the next. A file of version 1 (fingerprints as recorded) is still read and matched by those; kernlint
+  rewrites it as version 2 when it writes the file;
 - `[per-source-ignores]` in the config, like ruff's `per-file-ignores`: a glob of the finding's source path ->
   rule ids (or ALL);
 - an inline `# kernlint: ignore[KL401]` comment (several ids comma-separated; none: every rule) on the source
@@ -23,11 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernlint.errors import ConfigError
+from kernlint.rules.fingerprint import FINGERPRINT_SCHEME, fingerprint_of
 from kernlint.rules.result import STATUS_FAILED, STATUS_PASSED, Finding, RuleOutcome, TraceReport
 from kernlint.rules.severity import SEVERITY_ORDER
 
 SUPPRESSIONS_FILE = "kernlint-suppressions.json"
-SUPPRESSIONS_VERSION = 1
+SUPPRESSIONS_VERSION = 2
+# The versions read: 1 holds fingerprints of scheme 1 (the texts as recorded), 2 names its scheme.
+_READ_VERSIONS = (1, 2)
 # `# kernlint: ignore` or `# kernlint: ignore[KL401, KL502]`, then an optional reason.
 _INLINE = re.compile(r"#\s*kernlint:\s*ignore(?:\[(?P<ids>[^\]]*)\])?(?P<reason>.*)$", re.IGNORECASE)
 HOW = ("file", "per-source", "inline")
@@ -42,10 +48,34 @@ class Suppressed:
 
 @dataclass
 class SuppressionFile:
-    """The bulk suppressions: finding fingerprint -> (rule, how many occurrences are suppressed)."""
+    """The bulk suppressions: finding fingerprint -> (rule, how many occurrences are suppressed). `scheme`:
+    the fingerprint scheme of the keys (1 in a file of version 1)."""
 
     path: Path
     entries: dict[str, dict] = field(default_factory=dict)
+    scheme: int = FINGERPRINT_SCHEME
+
+    def key(self, finding: Finding) -> str:
+        """The finding's fingerprint as this file's keys are written."""
+        return fingerprint_of(finding, self.scheme)
+
+    def upgraded(self, findings: Iterable[Finding]) -> SuppressionFile:
+        """This file with keys of the current scheme: an entry of an older scheme becomes the fingerprints of
+        the findings it matches now (its count spread over them in order); one that matches none is dropped,
+        as no fingerprint of it can be made."""
+        if self.scheme == FINGERPRINT_SCHEME:
+            return self
+        budget = Counter({k: e["count"] for k, e in self.entries.items()})
+        moved: Counter = Counter()
+        rule_of: dict[str, str] = {}
+        for f in findings:
+            old = self.key(f)
+            if budget.get(old, 0) > 0:
+                budget[old] -= 1
+                new = fingerprint_of(f)
+                moved[new] += 1
+                rule_of[new] = f.rule
+        return SuppressionFile(self.path, {k: {"rule": rule_of[k], "count": n} for k, n in moved.items()})
 
     @classmethod
     def read(cls, path: Path) -> SuppressionFile:
@@ -56,18 +86,27 @@ class SuppressionFile:
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(path, f"not a kernlint suppressions file (not JSON: {exc})") from None
         entries = data.get("suppressions") if isinstance(data, dict) else None
-        if not isinstance(data, dict) or data.get("version") != SUPPRESSIONS_VERSION or not isinstance(entries, dict):
-            raise ConfigError(path, f"not a kernlint suppressions file (expected version {SUPPRESSIONS_VERSION} "
-                                    "and a `suppressions` object)")
+        version = data.get("version") if isinstance(data, dict) else None
+        if version not in _READ_VERSIONS or isinstance(version, bool) or not isinstance(entries, dict):
+            raise ConfigError(path, f"not a kernlint suppressions file (expected version "
+                                    f"{' or '.join(map(str, _READ_VERSIONS))} and a `suppressions` object)")
+        scheme = 1 if version == 1 else data.get("fingerprint-scheme", FINGERPRINT_SCHEME)
+        if scheme not in (1, FINGERPRINT_SCHEME) or isinstance(scheme, bool) or (version == 2 and scheme == 1):
+            raise ConfigError(path, f"fingerprint-scheme {scheme!r}: this kernlint reads scheme "
+                                    f"{FINGERPRINT_SCHEME} (and version 1 files); written by another kernlint?")
         for key, entry in entries.items():
             if not (isinstance(entry, dict) and isinstance(entry.get("count"), int) and entry["count"] > 0
                     and isinstance(entry.get("rule"), str)):
                 raise ConfigError(path, f"suppression {key!r}: expected {{\"rule\": ID, \"count\": N > 0}}")
-        return cls(path, dict(entries))
+        return cls(path, dict(entries), scheme=scheme)
 
     def text(self) -> str:
+        """The file as kernlint writes it: the current version and scheme (upgrade an older file first)."""
+        if self.scheme != FINGERPRINT_SCHEME:
+            raise ValueError("a suppressions file of an older fingerprint scheme is written upgraded()")
         ordered = dict(sorted(self.entries.items(), key=lambda kv: (kv[1]["rule"], kv[0])))
-        return json.dumps({"version": SUPPRESSIONS_VERSION, "suppressions": ordered}, indent=2) + "\n"
+        return json.dumps({"version": SUPPRESSIONS_VERSION, "fingerprint-scheme": FINGERPRINT_SCHEME,
+                           "suppressions": ordered}, indent=2) + "\n"
 
 
 def bulk_entries(findings: Iterable[Finding], rules: Iterable[str] | None = None) -> dict[str, dict]:
@@ -79,7 +118,9 @@ def bulk_entries(findings: Iterable[Finding], rules: Iterable[str] | None = None
 
 
 def pruned(file: SuppressionFile, findings: Iterable[Finding]) -> SuppressionFile:
-    """The entries that still occur, each down to how often it occurs now."""
+    """The entries that still occur, each down to how often it occurs now (keys of the current scheme)."""
+    findings = list(findings)
+    file = file.upgraded(findings)
     now = Counter(f.fingerprint for f in findings)
     kept = {k: {**e, "count": min(e["count"], now[k])} for k, e in file.entries.items() if now.get(k)}
     return SuppressionFile(file.path, kept)
@@ -165,6 +206,7 @@ def apply_suppressions(reports: Sequence[TraceReport], rules: Sequence, *, file:
             floor = min(floor, SEVERITY_ORDER[scope.window_severity])
         floors[r.id] = floor
     budget = Counter({k: e["count"] for k, e in (file.entries.items() if file else ())})
+    key = file.key if file else fingerprint_of
     comments = _InlineComments(root or Path.cwd()) if inline else None
     suppressed: list[Suppressed] = []
     out = []
@@ -173,7 +215,7 @@ def apply_suppressions(reports: Sequence[TraceReport], rules: Sequence, *, file:
         for o in report.outcomes:
             kept = []
             for f in o.findings:
-                hit = _suppression_of(f, budget, per_source or {}, comments)
+                hit = _suppression_of(f, budget, key, per_source or {}, comments)
                 if hit is None:
                     kept.append(f)
                 else:
@@ -183,7 +225,8 @@ def apply_suppressions(reports: Sequence[TraceReport], rules: Sequence, *, file:
     return out, suppressed
 
 
-def _suppression_of(f: Finding, budget: Counter, per_source, comments) -> tuple[str, str | None] | None:
+def _suppression_of(f: Finding, budget: Counter, key: Callable[[Finding], str], per_source, comments
+                    ) -> tuple[str, str | None] | None:
     if comments is not None:
         found = comments.at(f.source)
         if found is not None:
@@ -193,8 +236,9 @@ def _suppression_of(f: Finding, budget: Counter, per_source, comments) -> tuple[
     glob = _per_source(per_source, f)
     if glob is not None:
         return "per-source", f"[per-source-ignores] {glob}"
-    if budget.get(f.fingerprint, 0) > 0:
-        budget[f.fingerprint] -= 1
+    fingerprint = key(f) if budget else ""
+    if budget.get(fingerprint, 0) > 0:
+        budget[fingerprint] -= 1
         return "file", None
     return None
 

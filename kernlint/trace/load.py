@@ -82,6 +82,9 @@ class Discovery:
     files: list[Path] = field(default_factory=list)
     skipped: list[SkippedEntry] = field(default_factory=list)
     ignored_count: int = 0
+    # The folder given on the command line that each file found in a folder was found in (by str(file)): what a
+    # program's identity reads the file's path below (kernlint.baseline.identity). Named files are not here.
+    roots: dict[str, Path] = field(default_factory=dict)
 
 
 def find_trace_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -191,6 +194,7 @@ def _discover_folder(folder: Path, found: Discovery) -> None:
             detail += f"; {len(skipped)} skipped, e.g. {first.path.name}: {first.reason}"
         raise TraceError(folder, f"folder holds no kineto traces ({detail})")
     found.files.extend(sorted(files, key=str))
+    found.roots.update((str(f), folder) for f in files)
     found.skipped.extend(sorted(skipped, key=lambda s: str(s.path)))
     found.ignored_count += ignored
 

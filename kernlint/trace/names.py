@@ -566,6 +566,17 @@ NAMED_PATTERNS: dict[str, str] = {
 }
 
 
+# Names whose number counts the recording, not the code: torch.profiler's step counter (`ProfilerStep#12`,
+# the 12th `prof.step()`: another number in the next cycle of a scheduled profiler, or after a longer
+# warm-up) and its span (`PyTorch Profiler (0)`). A finding's fingerprint (kernlint.rules.fingerprint)
+# writes the replacement instead, so that two recordings of the same code give the same fingerprints.
+# (pattern, replacement), each searched anywhere in a name.
+RECORDING_COUNTERS: tuple[tuple[str, str], ...] = (
+    (r"(?<![A-Za-z0-9_])ProfilerStep#\d+", "ProfilerStep#N"),
+    (r"(?<![A-Za-z0-9_])PyTorch Profiler \(\d+\)", "PyTorch Profiler (N)"),
+)
+
+
 def named_pattern(name: str) -> str:
     """The regex of a named pattern; KeyError naming the known ones for an unknown name."""
     try:

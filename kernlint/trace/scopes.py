@@ -540,6 +540,26 @@ class ScopeIndex:
         """Graph launches whose device events were attributed to a capture (rows, in row order)."""
         return sorted(self._device_by_replay)
 
+    def problem_group(self, row: int) -> str | None:
+        """What findings of several rules on one event share (their `group`: one problem): the outermost op the
+        event ran in, by its thread and start; None outside any op."""
+        top = int(self.top_op[row])
+        return f"{self.thread[top]}@{float(self.ts[top])!r}" if top >= 0 else None
+
+    def profiler_step(self, row: int) -> str | None:
+        """The `ProfilerStep#N` range (the names table's `profiler-step-range`) the event was issued in, by its
+        launch time; None outside every step or in a trace without steps."""
+        spans = self.__dict__.get("_step_spans")
+        if spans is None:
+            steps = self.named_scopes(annotations=[named_pattern("profiler-step-range")])
+            steps = sorted((s for s in steps if s.kind == "annotation"), key=lambda s: s.ts)
+            spans = self._step_spans = (np.array([s.ts for s in steps], dtype=np.float64),
+                                        [s.end for s in steps], [s.name for s in steps])
+        starts, ends, names = spans
+        t = float(self.launch_ts[row]) if row >= 0 else float("nan")
+        i = int(starts.searchsorted(t, "right")) - 1 if len(starts) and np.isfinite(t) else -1
+        return names[i] if i >= 0 and t < ends[i] else None
+
     def replay_number(self, replay: int) -> int:
         """1-based position of graph launch `replay` among the trace's graph launches that ran device events,
         in time order."""

@@ -50,6 +50,8 @@ class CheckKind:
     # A candidate against a baseline (kernlint.baseline.BaselineComparison) -> outcome. Such rules run only
     # when a baseline is given.
     run_baseline: Callable[[Rule, object], RuleOutcome] | None = None
+    # A baseline kind that judges which programs met (it runs even when none did, where the others cannot).
+    judges_pairing: bool = False
     needs_anchor: bool = False
     needs_scope: bool = False
     # Extra validation of a loaded rule: returns (problem, key path) or None.
@@ -114,9 +116,19 @@ def make_finding(rule: Rule, index: ScopeIndex, row: int, scope: Scope, message:
         top_op=str(index.name[top]) if top >= 0 else None,
         source=source if isinstance(source, str) else None, anchor=anchor, ts=float(index.launch_ts[row]),
         rank=index.table.meta.rank, function=function_of(index, int(index.user_frame[row])),
-        details=replay_details(index, row), context=context,
-        group=f"{index.thread[top]}@{float(index.ts[top])!r}" if top >= 0 else None, **finding_cost(index, row),
+        details=event_details(index, row), context=context,
+        group=index.problem_group(row), **finding_cost(index, row),
     )
+
+
+def event_details(index: ScopeIndex, row: int) -> dict | None:
+    """Where in the run an event ran, for telling a cause's instances apart (kernlint.rules.causes): its
+    graph replay (replay_details) and the profiler step (`ProfilerStep#N`) it was issued in."""
+    details = replay_details(index, row)
+    step = index.profiler_step(row) if row >= 0 else None
+    if step is not None:
+        details = {**(details or {}), "step": step}
+    return details
 
 
 def replay_details(index: ScopeIndex, row: int) -> dict | None:
@@ -168,18 +180,22 @@ def function_of(index: ScopeIndex, frame_row: int) -> str | None:
 
 def baseline_finding(rule: Rule, comparison, program: str, message: str, *, trace: str, scope: str,
                      launch=None, device_us: float | None = None, bytes: int | None = None,
-                     details: dict | None = None, improvement: bool = False) -> Finding:
+                     details: dict | None = None, improvement: bool = False, ts: float = float("nan"),
+                     group: str | None = None) -> Finding:
     """A finding of a baseline comparison. `launch` (kernlint.baseline.model.Launch) names the event and
-    the line that launched it; an improvement says how to refresh the baseline."""
+    the line that launched it; an improvement says how to refresh the baseline. `ts` and `group`: where the
+    candidate issued the launch, so that another rule's finding on the same event shares its group."""
+    from kernlint.baseline.identity import rank_of
+
     if improvement and comparison.refresh_command:
         message = f"{message}; refresh the baseline: {comparison.refresh_command}"
-    rank = int(program[5:]) if program.startswith("rank ") and program[5:].isdigit() else None
+    rank = rank_of(program)
     return Finding(
         rule=rule.id, name=rule.name, severity=rule.severity, message=message, trace=trace, scope=scope or "",
         event=launch.name if launch is not None else scope or program, event_kind=launch.kind if launch else "",
         event_category=launch.category if launch else "", launch_op=(launch.op or None) if launch else None,
-        top_op=None, source=(launch.source or None) if launch else None, anchor=None, ts=float("nan"), rank=rank,
-        device_us=device_us, bytes=bytes, details=details)
+        top_op=None, source=(launch.source or None) if launch else None, anchor=None, ts=ts, rank=rank,
+        device_us=device_us, bytes=bytes, details=details, group=group)
 
 
 def under_frames(index, row: int, patterns: list[str], cache: dict[int, bool]) -> bool:

@@ -30,7 +30,13 @@ def _evidence(verdict, limits) -> str:
     """What the verdict rests on: the runs and processes per side, the tests, the floor and its parts."""
     processes = f", {verdict.base_processes} vs {verdict.cand_processes} processes"
     tick = f", tick {verdict.quantum_us * 1000:.0f} ns" if verdict.quantum_us else ""
-    between = f", between processes {verdict.between_noise:.2%}" if verdict.base_processes > 1 else ""
+    if verdict.between_source == "prior":
+        between = f", between processes {verdict.between_noise:.2%} assumed (prior: {verdict.between_prior})"
+    elif verdict.between_source == "candidate":
+        between = (f", between processes {verdict.between_noise:.2%} (measured on the candidate's processes; one "
+                   f"process on the baseline side)")
+    else:
+        between = f", between processes {verdict.between_noise:.2%}" if verdict.base_processes > 1 else ""
     return (f"p = {verdict.p_value:.2g} (min of Mann-Whitney and Kolmogorov-Smirnov, doubled), "
             f"{verdict.p_adjusted:.2g} adjusted (Benjamini-Hochberg) over {verdict.tests} timing(s); "
             f"{verdict.base_runs} vs {verdict.cand_runs} runs{processes}; needed > {_us(verdict.floor_us, False)} "
@@ -40,9 +46,13 @@ def _evidence(verdict, limits) -> str:
 
 def _message(change, verdict, limits) -> str:
     word = "slower" if verdict.shift > 0 else "faster"
+    # Slower by its tail alone (the median moved less than the floor): say what moved.
+    tail = (f"; its slowest runs are slower: the 90th percentile {_us(verdict.tail_shift)} µs, "
+            f"{_us(verdict.tail_widening)} µs beyond the median's move"
+            if verdict.direction == "slower" and verdict.shift <= verdict.floor_us else "")
     return (f"{_subject(change)} is {abs(verdict.relative):.1%} {word}: {_us(verdict.shift)} µs a run "
             f"({limits.confidence:.0%} CI {_us(verdict.ci_low)} to {_us(verdict.ci_high)} µs; median "
-            f"{_us(verdict.base_median, False)} -> {_us(verdict.cand_median, False)} µs); "
+            f"{_us(verdict.base_median, False)} -> {_us(verdict.cand_median, False)} µs{tail}); "
             + _evidence(verdict, limits))
 
 

@@ -35,16 +35,20 @@ def run_baseline(rule, comparison) -> RuleOutcome:
                 message = f"{what} is new in {change.placed.where()}"
             else:
                 message = f"{what} is gone from {change.placed.where()} (as in the baseline)"
+            if change.runs:
+                message += f" in {change.runs} run(s) that launched another sequence than the rest"
             if launch.source:
                 message += f"; line {launch.source}"
             if cost is not None:
                 message += f"; {cost:g} µs a run"
             findings.append(baseline_finding(
                 rule, comparison, program.name, message, trace=change.trace, scope=change.placed.scope,
-                launch=launch, device_us=cost, improvement=check.change == "removed",
+                launch=launch, device_us=cost, improvement=check.change == "removed", ts=change.ts,
+                group=change.group,
                 details={"program": program.name, "change": change.change,
                          "position_in_scope": change.placed.index_in_scope + 1,
-                         "scope_length": change.placed.scope_length, "position": launch.pos}))
+                         "scope_length": change.placed.scope_length, "position": launch.pos,
+                         **({"variant_runs": change.runs} if change.runs else {})}))
     counts = "; ".join(f"{p.name}: " + ", ".join(f"{c} {b} -> {a}" for c, (b, a) in p.counts.items())
                        for p in comparison.programs if p.counts)
     note = f"launches per category: {counts}" if counts and findings else None
