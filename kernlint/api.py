@@ -281,12 +281,13 @@ def _baseline_of(baseline: Any):
 
 def _check(rules: list, fail_on: str, *, paths=(), tables=(), baseline: Any = None, programs: dict | None = None,
            strict_env: bool = False, thresholds: Any = None, recording: bool = False,
-           max_trace_bytes: int | None = None) -> CheckReport:
+           max_trace_bytes: int | None = None, captures=()) -> CheckReport:
     """The one check (kernlint.pipeline), as the API asks it: a CheckReport under `fail_on`."""
     from kernlint.pipeline import CheckRequest, run_check
 
     return run_check(CheckRequest(
         rules=rules, paths=list(paths), tables=list(tables), max_trace_bytes=max_trace_bytes, baseline=baseline,
+        captures=[Path(c) for c in captures],
         programs=programs, strict_env=strict_env, thresholds=thresholds, fail_on=fail_on,
         baseline_hint=None if recording else "pass baseline=", result_type=CheckReport,
         result_fields={"fail_on": fail_on}))
@@ -295,7 +296,7 @@ def _check(rules: list, fail_on: str, *, paths=(), tables=(), baseline: Any = No
 def check(trace_or_profiler: Any, rules: str | os.PathLike | Iterable[str | os.PathLike] | None = None, *,
           select: Iterable[str] = (), ignore: Iterable[str] = (), fail_on: str = "warning", builtin: bool = True,
           max_trace_bytes: int | None = None, baseline: Any = None, strict_env: bool = False,
-          thresholds: Any = None) -> CheckReport:
+          thresholds: Any = None, captures: Iterable[str | os.PathLike] = ()) -> CheckReport:
     """Check traces against the rules, as `kernlint check` does, and return a CheckReport.
 
     `trace_or_profiler`: a path (str or os.PathLike) to a trace file, a `.json.gz`, or a folder (searched
@@ -306,6 +307,8 @@ def check(trace_or_profiler: Any, rules: str | os.PathLike | Iterable[str | os.P
     that fails (`info`, `warning`, `error`). `max_trace_bytes`: the largest trace read (default: kernlint's
     limit). `baseline`: a baseline file or kernlint.baseline.Baseline to compare with (KL801-KL807);
     `strict_env` and `thresholds` (kernlint.baseline.Thresholds) as `--strict-env` and `[thresholds]`.
+    `captures`: traces that recorded the CUDA-graph captures the checked traces replay, as `--capture` (merged
+    into every replay trace, never checked themselves); capture traces among the checked paths pair by content.
 
     Raises TraceError (a trace that cannot be read), RuleFileError, ConfigError (bad selector, bad
     `fail_on`, a profiler with nothing to export); never prints or exits.
@@ -341,7 +344,7 @@ def check(trace_or_profiler: Any, rules: str | os.PathLike | Iterable[str | os.P
             label = PROFILER_TRACE_LABEL if len(profilers) == 1 else f"{PROFILER_TRACE_LABEL} #{n + 1}"
             tables.append(_relabel(load_trace(exported, max_bytes=limit), label))
     return _check(chosen, fail_on, paths=paths, tables=tables, baseline=baseline, strict_env=strict_env,
-                  thresholds=thresholds, max_trace_bytes=limit)
+                  thresholds=thresholds, max_trace_bytes=limit, captures=captures)
 
 
 def _caller_location(depth: int) -> str | None:

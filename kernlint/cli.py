@@ -409,7 +409,8 @@ _capture_option = click.option(
     "--capture", "captures", multiple=True, type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
     help="A trace that recorded the CUDA-graph captures the checked traces replay (vLLM's graph_capture_rank_*):"
          " replayed kernels are attributed to the captured launches (repeatable). Capture and replay traces "
-         "given together, or in one folder, are paired by process and rank without it.")
+         "given together, or in one folder, are paired by content without it (a capture trace whose captures "
+         "align with a replay trace's graphs).")
 _suppression_options = _options(
     click.option("--suppress-all", is_flag=True,
                  help="Write every current finding into the suppressions file (kernlint-suppressions.json in the "

@@ -119,12 +119,14 @@ def run_check(request: CheckRequest) -> CheckResult:
     parallel = bool(request.jobs > 1 or request.backend or request.scheduler)
     tables: list = []
     if request.keep_tables:   # the renderer draws from the events: load them here (also when workers check)
-        tables = [load_trace(p, max_bytes=limit, captures=pairing.captures.get(str(p), ())) for p in pairing.checked]
+        tables = [load_trace(p, max_bytes=limit, captures=pairing.captures.get(str(p), ()),
+                             outside_captures=str(p) in pairing.outside_captures) for p in pairing.checked]
     if request.keep_tables and not parallel:
         checked = [summarize_trace(t, rules, baseline_part=compare) for t in tables]
     else:   # each trace loaded, checked and let go (in this process, or on the workers)
         checked = check_paths(pairing.checked, rules, max_bytes=limit, jobs=request.jobs, backend=request.backend,
-                              scheduler=request.scheduler, baseline_parts=compare, captures=pairing.captures)
+                              scheduler=request.scheduler, baseline_parts=compare, captures=pairing.captures,
+                              outside_captures=pairing.outside_captures)
     given = list(request.tables)
     checked += [summarize_trace(t, rules, baseline_part=compare) for t in given]
     tables += given
@@ -178,7 +180,7 @@ def record_programs(paths: Sequence[Path], *, max_trace_bytes: int | None = None
     limit = max_trace_bytes or DEFAULT_MAX_TRACE_BYTES
     pairing = pair_captures(found.files, limit, list(captures))
     checked = check_paths(pairing.checked, [], max_bytes=limit, jobs=jobs, backend=backend, scheduler=scheduler,
-                          baseline_parts=True, captures=pairing.captures)
+                          baseline_parts=True, captures=pairing.captures, outside_captures=pairing.outside_captures)
     damaged = [c.summary for c in checked if c.summary.damage]
     if damaged:   # launches lost or read twice would become the reference every later check is held to
         first = damaged[0]

@@ -462,6 +462,27 @@ NAMED_CASES = {
         ("sglang/srt/model_executor/cuda_graph_runner.py(500): replay", False),
         ("torch/cuda/graphs.py(70): capture_begin", False),
     ],
+    "compiled-graph-call-op": [
+        ("## Call CompiledFxGraph f33zdrnvux5zrml46fzp4foviz2b6shnoy6nycaaofxl4cvsbemy ##", True),
+        ("Torch-Compiled Region: 0/0", True),
+        ("## forward ##", False), ("CompiledFunction", False), ("TorchDynamo Cache Lookup", False),
+    ],
+    "inductor-kernel-op": [
+        ("triton_poi_fused__to_copy_add_fp8_blockscale_gemm_mean_mul_new_ones_pow_rsqrt_1", True),
+        ("triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_0", True), ("triton_red_fused_sum_2", True),
+        ("triton_tem_fused_mm_0", False), ("scale_1x128_kernel", False), ("aten::fill_", False),
+    ],
+    "compiler-machinery-frame": [
+        ("torch/_inductor/cudagraph_trees.py(2326): record_function", True),
+        ("torch/_inductor/cudagraph_trees.py(603): _use_cuda_memory_pool_manager", True),
+        ("torch/cuda/graphs.py(237): __enter__", True),
+        ("/usr/lib/python3/dist-packages/torch/_dynamo/eval_frame.py(1423): _fn", True),
+        ("torch/_dynamo/variables/builder.py(300): wrap", True),
+        ("torch/cuda/__init__.py(1152): synchronize", False),
+        ("torch/_inductor/runtime/triton_heuristics.py(1407): run", False),
+        ("/tmp/torchinductor_root/es/ceshrgxlm.py(232): call", False),
+        ("mytorch/_dynamo/eval_frame.py(10): _fn", False), ("model.py(12): forward", False),
+    ],
     "graph-capture-range": [
         ("cuda_graph_capture", True), ("capture_cudagraph", True), ("CUDAGraph capture", True),
         ("graph_capture", True),

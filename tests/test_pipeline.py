@@ -43,8 +43,8 @@ def test_cli_api_and_audit_replay_find_the_same(case, tmp_path):
                                        "-o", str(out), *extra])
     assert result.exit_code in (0, 1, 4), result.output
     cli = sorted((f["rule"], f["message"], f["severity"], f["rank"]) for f in json.loads(out.read_text())["findings"])
-    paths = [trace] + ([FIXTURES / case.spec.capture] if case.spec.capture else [])
-    api = sorted(_key(f) for f in check([str(p) for p in paths], select=[case.rule]).findings)
+    captures = [str(FIXTURES / case.spec.capture)] if case.spec.capture else []
+    api = sorted(_key(f) for f in check([str(trace)], select=[case.rule], captures=captures).findings)
     replayed = evaluate_case(case, trace, RULES, FIXTURES)
     audit = sorted(_key(f) for f in replayed.outcome.findings)
     assert cli == api == audit

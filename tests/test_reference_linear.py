@@ -405,6 +405,28 @@ def test_cuda_forward_compiled_with_cuda_graphs():
         assert rel_err(compiled(x).clone(), quantized_reference(layer, x)) < 1e-2
 
 
+@pytest.mark.gpu
+def test_a_compiled_new_ones_placeholder_is_made_by_the_compiler_and_new_empty_costs_nothing():
+    """Under torch.compile the layer calls torch.ops.kernlint.fp8_blockscale_gemm with its placeholder scale as
+    an argument (as vLLM's op takes it): the compiler cannot drop the placeholder, so new_ones(1) costs a fill
+    kernel before the quantization kernel, and new_empty(1) none (issue 36)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+    from regressed.fp8_linear_new_ones import Fp8BlockLinearNewOnes
+
+    fixed, _, _ = make_layer(1024, 2048, "cuda", False, torch.bfloat16)
+    regressed = Fp8BlockLinearNewOnes.from_float(fixed.weight.float(), None)
+    regressed.load_state_dict(fixed.state_dict())
+    x = torch.randn(16, 2048, device="cuda", dtype=torch.bfloat16)
+    for layer, fills in ((fixed, 0), (regressed, 1)):
+        compiled = torch.compile(layer, fullgraph=True)
+        assert rel_err(compiled(x), layer(x)) < 1e-3
+        names = cuda_kernel_names(lambda c=compiled: c(x))
+        quant = names.index("scale_1x128_kernel")
+        assert quant == fills, names   # the fill (inductor's own kernel) is all that runs before it
+
+
 # opcheck's schema test multiplies inputs, which torch has no FP8 kernel for: the other three checks.
 OPCHECK_FP8_INPUTS = ("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 
@@ -427,6 +449,34 @@ def test_block_scaled_mm_op_passes_opcheck_on_cpu():
     w_s = torch.rand(2, 4) + 0.5
     torch.library.opcheck(torch.ops.kernlint.block_scaled_mm.default, (x_q, x_s, w_q, w_s, torch.float32, None),
                           test_utils=OPCHECK_FP8_INPUTS)
+
+
+def test_fp8_blockscale_gemm_op_passes_opcheck_on_cpu():
+    w_q = (torch.randn(256, 512) * 50).clamp(-448, 448).to(torch.float8_e4m3fn)
+    w_s = torch.rand(2, 4) + 0.5
+    x = torch.randn(6, 512)
+    torch.library.opcheck(torch.ops.kernlint.fp8_blockscale_gemm.default, (x, w_q, w_s, x.new_empty(1), None),
+                          test_utils=OPCHECK_FP8_INPUTS)
+
+
+def test_the_compiled_layer_passes_its_placeholder_to_one_custom_op():
+    """What the compiler sees of a quantize-in-GEMM layer: one kernlint::fp8_blockscale_gemm call whose
+    input_scale is the placeholder the layer made (so a new_ones placeholder cannot be dropped as dead code)."""
+    layer, _, _ = make_layer(256, 384, "cpu", True, torch.bfloat16)
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    compiled = torch.compile(layer, fullgraph=True, backend=backend)
+    x = torch.randn(5, 384, dtype=torch.bfloat16)
+    assert torch.equal(compiled(x), layer(x))
+    (gm,) = graphs
+    calls = [n for n in gm.graph.nodes if n.op == "call_function" and "fp8_blockscale_gemm" in str(n.target)]
+    assert len(calls) == 1
+    placeholder = calls[0].args[3]
+    assert "new_empty" in str(placeholder.target)
 
 
 def test_layer_traces_fullgraph_on_cpu():

@@ -79,8 +79,11 @@ def test_audit_runs_fixed_and_regressed_workloads_on_the_cpu(tmp_path):
     assert data["all_as_expected"] is True
     # GPU-only workloads are said to be left out, with why: never dropped silently.
     not_run = {w["workload"]: w["reason"] for w in data["not_run"]}
+    compiled = "the compiled decoder runs on a GPU (Triton kernels)"
     assert not_run == {"fp8-dummy-init-fused": "needs a CUDA GPU", "fp8-decoder-graph": "CUDA graphs need a GPU",
-                       "fp8-decoder-graph-new-ones": "CUDA graphs need a GPU"}
+                       "fp8-decoder-graph-new-ones": "CUDA graphs need a GPU",
+                       **{f"fp8-decoder-compiled{v}": compiled
+                          for v in ("", "-new-ones", "-graphs", "-graphs-new-ones")}}
     page = html.read_text(encoding="utf-8")
     section = page[page.index('<section id="workloads">'):page.index("</section>")]
     for name in verdicts:
@@ -260,3 +263,19 @@ def test_ranks_start_first_unless_timings_are_compared(tmp_path, monkeypatch, ba
         assert order == ["start fp8-tp-mlp", "capture fp8-dummy-init", "ranks done"]
     else:
         assert order == ["capture fp8-dummy-init", "start fp8-tp-mlp", "ranks done"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, expect, fills", [
+    ("fp8-decoder-compiled", "passed", 0), ("fp8-decoder-compiled-new-ones", "failed", 8),
+    ("fp8-decoder-compiled-graphs", "passed", 0), ("fp8-decoder-compiled-graphs-new-ones", "failed", 8)])
+def test_the_compiled_decoder_keeps_the_placeholder_and_kl001_judges_its_graph(tmp_path, name, expect, fills):
+    """Under torch.compile the placeholder reaches the custom op as an argument: the compiler keeps new_ones'
+    fill (one 1-element kernel per linear) and KL001 finds it from the compiled graph's kernel order."""
+    from kernlint.workloads import known_workloads
+
+    run = run_audit([known_workloads()[name]], load_rules(), "cuda", tmp_path / "audit")
+    verdict = run.verdicts[0]
+    assert verdict.ok, verdict.problems
+    kl001 = next(o for o in verdict.report.outcomes if o.rule == "KL001")
+    assert kl001.status == expect and len(kl001.findings) == fills

@@ -70,7 +70,7 @@ def _elements(table: EventTable, index: ScopeIndex) -> tuple[list[_Element], int
         work = np.flatnonzero((kind == "op") & index.does_work).tolist()
         rows = [(r, r) for r in outermost(index, work)]
     syncs = np.flatnonzero((kind == "runtime") & (category == "sync")).tolist()
-    rows += [(r, r) for r in syncs if not index.in_profiler(r)]
+    rows += [(r, r) for r in syncs if not index.in_machinery(r)]
     out = []
     replay = index.replay
     for row, host in rows:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,13 +90,14 @@ def resolve_jobs(jobs: int | str | None) -> int:
 
 def check_paths(paths: Sequence[str | Path], rules: Sequence, *, max_bytes: int, jobs: int = 1,
                 backend: str | None = None, scheduler: str | None = None,
-                baseline_parts: bool = False, captures: dict[str, list[str]] | None = None) -> list[CheckedTrace]:
+                baseline_parts: bool = False, captures: dict[str, list[str]] | None = None,
+                outside_captures: Iterable[str] = ()) -> list[CheckedTrace]:
     """Check each trace file on a backend: its report and summary (kernlint.rules.summary.CheckedTrace), in
     the order of `paths`. `jobs`: worker processes of a local backend; `backend`: a registered name (default:
     serial for one job or one trace, else processes; dask when `scheduler` names an existing cluster);
     `baseline_parts`: also make each trace's baseline part (its runs and environment); `captures`: a trace's
-    capture traces, merged into it
-    (kernlint.trace.pairing). Raises the error of the first failing trace in the order
+    capture traces, merged into it; `outside_captures`: capture traces merged into others, checked outside
+    their capture windows (kernlint.trace.pairing). Raises the error of the first failing trace in the order
     of `paths` (the one a serial check would meet first), of the type it was raised with."""
     items = [str(p) for p in paths]
     name = backend or ("dask" if scheduler else "serial" if jobs <= 1 or len(items) <= 1 else "processes")
@@ -106,7 +107,7 @@ def check_paths(paths: Sequence[str | Path], rules: Sequence, *, max_bytes: int,
                                 f"not {name}")
     # A remote worker has a working directory of its own: relative paths are resolved against ours.
     base = os.getcwd() if scheduler else None
-    shared = (list(rules), max_bytes, baseline_parts, base, dict(captures or {}))
+    shared = (list(rules), max_bytes, baseline_parts, base, dict(captures or {}), frozenset(outside_captures))
     results: list[Any] = [None] * len(items)
     done = [False] * len(items)
     first_failed: int | None = None

@@ -56,10 +56,12 @@ def failure(path: str, exc: BaseException) -> Failure:
 
 
 def check_path(path: str, rules: list, max_bytes: int, baseline_parts: bool, base: str | None = None,
-               captures: dict[str, list[str]] | None = None) -> CheckedTrace | Failure:
+               captures: dict[str, list[str]] | None = None,
+               outside_captures: frozenset[str] = frozenset()) -> CheckedTrace | Failure:
     """Load one trace and check it (kernlint.rules.engine.summarize_trace). `base`: the folder a relative
     path is relative to, when this worker runs elsewhere (a remote cluster); the trace keeps `path` as its
-    name either way. `captures`: capture traces to merge into a trace, by its path."""
+    name either way. `captures`: capture traces to merge into a trace, by its path; `outside_captures`: the
+    capture traces merged into others, loaded without their capture windows."""
     def located(p: str) -> Path:
         return Path(base, p) if base is not None and not os.path.isabs(p) else Path(p)
 
@@ -68,7 +70,9 @@ def check_path(path: str, rules: list, max_bytes: int, baseline_parts: bool, bas
     table = None
     try:
         try:
-            table = trace_load.load_trace(where, max_bytes=max_bytes, captures=mine)   # looked up now: tests replace it
+            # looked up now: tests replace it (with a loader that need not know outside_captures)
+            extra = {"outside_captures": True} if path in outside_captures else {}
+            table = trace_load.load_trace(where, max_bytes=max_bytes, captures=mine, **extra)
         except KernlintError as exc:
             if str(where) != path and exc.path == str(where):   # name the file as the user did
                 raise type(exc)(path, exc.problem, exc.line) from None

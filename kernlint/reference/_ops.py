@@ -60,8 +60,26 @@ def _register():
         k = _check_group_shape(x)
         return x.new_empty((x.numel() // k, w_q.shape[0]), dtype=x.dtype)
 
+    # The GEMM that quantizes its input itself, with the input scale it never reads as an argument, as vLLM's
+    # block-FP8 custom op takes it: the compiler must then make the placeholder (a fill kernel for new_ones, no
+    # kernel for new_empty) instead of dropping it as dead code.
+    @torch.library.custom_op(
+        f"{lib}::fp8_blockscale_gemm", mutates_args=(),
+        schema="(Tensor x, Tensor w_q, Tensor w_s, Tensor? input_scale, Tensor? bias) -> Tensor")
+    def fp8_blockscale_gemm_op(x, w_q, w_s, input_scale, bias):
+        from kernlint.reference.linear import _fp8_blockscale_gemm_eager
+
+        return _fp8_blockscale_gemm_eager(x, w_q, w_s, input_scale, bias)
+
+    @fp8_blockscale_gemm_op.register_fake
+    def _(x, w_q, w_s, input_scale, bias):
+        from kernlint.reference.linear import _padded_rows
+
+        k = _check_group_shape(x)
+        return x.new_empty((_padded_rows(x.numel() // k, x.is_cuda), w_q.shape[0]), dtype=x.dtype)
+
     return {"scale_1x128": scale_1x128_op, "block_scaled_mm": block_scaled_mm_op,
-            "fp8_quant_gemm": fp8_quant_gemm_op}
+            "fp8_quant_gemm": fp8_quant_gemm_op, "fp8_blockscale_gemm": fp8_blockscale_gemm_op}
 
 
 OPS = _register()

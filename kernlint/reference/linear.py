@@ -148,6 +148,20 @@ def fp8_blockscale_gemm(x: torch.Tensor, w_q: torch.Tensor, w_s: torch.Tensor,
     must cost nothing: make it with ``new_empty``, never ``new_ones``. On CUDA ``M_out`` is M rounded up
     to a multiple of 4 (padding rows come from the quant kernel, not a copy); slice ``[:M]``.
     """
+    if _compiling():
+        # One opaque op that takes the placeholder, as vLLM's does: the compiler keeps the placeholder's own
+        # work (a new_ones fill) where the eager path has it.
+        return torch.ops.kernlint.fp8_blockscale_gemm(x, w_q, w_s, input_scale, bias)
+    return _fp8_blockscale_gemm_eager(x, w_q, w_s, input_scale, bias)
+
+
+def _padded_rows(m: int, is_cuda: bool) -> int:
+    """The rows of a quantize-in-GEMM result: M rounded up to cuBLAS's multiple on CUDA."""
+    pad = _SCALED_MM_ROW_MULTIPLE if is_cuda else 1
+    return (m + pad - 1) // pad * pad
+
+
+def _fp8_blockscale_gemm_eager(x, w_q, w_s, input_scale, bias):
     del input_scale  # a placeholder by contract
     pad = _SCALED_MM_ROW_MULTIPLE if x.is_cuda else 1
     x_q, x_s = scale_1x128(x, column_major_scales=x.is_cuda, pad_rows_to=pad)

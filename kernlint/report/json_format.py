@@ -44,7 +44,10 @@
               "notes": ["126 of 128 ranks missing: ..."],   # run grouping, profiling-window edges
               "outside_window": {"device events launched before the window opened": 64},
               "damage": ["3 events without a timestamp"],   # what in the trace could not be used
-              "graphs": {"replays": 3, "kernels": 204, "attributed_kernels": 204, ...},   # or null
+              "graphs": {"replays": 3, "kernels": 204, "attributed_kernels": 204, ...,   # or null
+                         "per_replay": [{"replay": 1, "kernels": 68, "attributed_kernels": 68, "share": 1.0,
+                                         "method": "exact|aligned|node-id|pytorch-evidence|kernel-order",
+                                         "capture": "capture 1" | null, "edits": 0}, ...]},
               "warnings": ["trace: not timed: ..."],   # what must be seen even when nothing failed (baselines)
               "rules": [{"rule": "KL001", "status": "failed|passed|incomplete|not-applicable",
                          "level": "kernel|op|null",

@@ -35,7 +35,7 @@ from kernlint.trace.damage import trace_damage
 from kernlint.trace.graphs import graph_replays
 from kernlint.trace.runs import group_runs, run_identity
 from kernlint.trace.scopes import ScopeIndex
-from kernlint.trace.table import DEVICE_KINDS, EventTable
+from kernlint.trace.table import DEVICE_KINDS, EventTable, frame_tree
 from kernlint.trace.window import window_edges
 
 __all__ = ["check_trace", "check_traces", "summarize_trace", "combine_checked", "exit_status",
@@ -118,10 +118,10 @@ def check_trace(table: EventTable, rules: Iterable[Rule], *, cross_rank_reason: 
             continue
         outcomes.append(mark_incomplete(_run_rule(rule, table, index), relevant_damage(rule, table)))
     graphs = graph_replays(table)
-    notes, warnings = [], []
-    if graphs.replays:
-        # Kernels no capture attributes are seen by kernel order only: never a silent pass on them.
-        (notes if graphs.attributed_kernels == graphs.kernels else warnings).append(graphs.summary())
+    # Replays with a low share attributed are judged by kernel order only: a warning, never a silent pass.
+    notes, warnings = graphs.report_lines()
+    # Python frames re-parented by compiled regions, custom ops and checkpoint recomputes: not damage, said.
+    notes = frame_tree(table).notes() + notes
     report = TraceReport(trace=table.path, events=len(table), has_device_events=table.has_device_events,
                          has_stacks=table.has_stacks, rank=table.meta.rank, outcomes=outcomes,
                          outside_window=window_edges(table).counts(), damage=trace_damage(table).summary(),

@@ -82,6 +82,10 @@ class OpArgsMap(Mapping):
     def __len__(self) -> int:
         return len(self._store.rows)
 
+    def recorded_rows(self) -> np.ndarray:
+        """The rows that recorded arguments (sorted)."""
+        return self._store.rows
+
     def any_strides(self) -> bool:
         """Whether any op recorded a non-empty Input Strides list (decoding only the candidates)."""
         o = self._store.offsets
@@ -135,22 +139,47 @@ def unit_of(index, row: int) -> Scope:
     return Scope(row=-1, kind="thread", name=str(index.thread[row]), thread=str(index.thread[row]),
                  ts=float(index.ts[row]), end=float(index.end[row]))
 
-def ops_by_thread(index) -> dict[str, np.ndarray]:
-    """Top-level op rows (no op around them) of each thread, ordered by start. A use of a tensor is the
-    top-level op that takes it: what an op runs inside itself (the `copy_` inside `clone`) works on that
-    op's own buffers."""
-    key = "kernlint.checks.ops_by_thread"
+def uses_by_thread(index, args) -> dict[str, np.ndarray]:
+    """The ops that can be a tensor's next use, per thread, ordered by start: the top-level ops, and where a
+    top-level op records no arguments (torch.compile's `Torch-Compiled Region: 0/0`, autograd's
+    `evaluate_function` nodes: wrappers that show none of the tensors they take), the outermost ops inside
+    it that record them, so that the wrapper does not hide the op that really takes the tensor (cudagraph
+    trees' `_foreach_copy_` of a replay's inputs). What an op with arguments runs inside itself works on that
+    op's own buffers (the `copy_` inside `clone`): it is no use of its own."""
+    key = "kernlint.checks.uses_by_thread"
     found = index.table.derived.get(key)
     if found is None:
-        rows = np.flatnonzero(index.is_kind("op") & np.isfinite(index.ts) & (index.parent_op < 0))
-        order = sorted_order(-index.end[rows], index.ts[rows])
-        rows = rows[order]
+        ops = np.flatnonzero(index.is_kind("op") & np.isfinite(index.ts))
+        has = np.zeros(len(index.ts), dtype=bool)
+        has[args.recorded_rows()] = True
+        ancestor = index.parent_op[ops]
+        inside_args = np.zeros(len(ops), dtype=bool)   # some op around it records arguments
+        while (live := ancestor >= 0).any():
+            safe = np.where(live, ancestor, 0)
+            inside_args |= live & has[safe]
+            ancestor = np.where(live, index.parent_op[safe], -1)
+        rows = ops[(index.parent_op[ops] < 0) | (has[ops] & ~inside_args)]
+        rows = rows[sorted_order(-index.end[rows], index.ts[rows])]
         found = {}
         threads = index.thread[rows]
         for t in set(threads.tolist()):
             found[t] = rows[threads == t]
         index.table.derived[key] = found
     return found
+
+
+def use_of(index, args, row: int) -> int:
+    """The op of uses_by_thread that holds the op `row`: its outermost enclosing op (or itself) that records
+    arguments, else its top-level op."""
+    top, outer = row, (row if row in args else -1)
+    p = int(index.parent_op[row])
+    while p >= 0:
+        top = p
+        if p in args:
+            outer = p
+        p = int(index.parent_op[p])
+    return outer if outer >= 0 else top
+
 
 def evidence_problem(table, index) -> str | None:
     """Why the data flow of ops cannot be followed in this trace, or None."""

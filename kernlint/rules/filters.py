@@ -24,7 +24,7 @@ def scope_rows(index, scope, event_filter: EventFilter, nested: bool, passes: np
         # the op around them matches too (see `outermost`).
         host = host[~is_op | ~np.isin(index.parent_op[host], host[is_op])]
     candidates = np.concatenate([device[passes[device]], host[passes[host]]]).tolist()
-    rows = [r for r in candidates if not index.in_profiler(r)]
+    rows = [r for r in candidates if not index.in_machinery(r)]
     if nested:
         return sorted(rows, key=lambda r: index.launch_ts[r])
     return sorted(outermost(index, rows), key=lambda r: index.launch_ts[r])
@@ -44,9 +44,10 @@ def kind_filter(flt: EventFilter) -> EventFilter:
 
 
 def present_anywhere(index, mask: np.ndarray, left_out=None) -> bool:
-    """Whether any event outside the profiler's own frames passes `mask` (and is not `left_out(row)`, the
+    """Whether any event that is not set-up machinery (the profiler's, torch's compiler's and graph capture's
+    own work: ScopeIndex.in_machinery) passes `mask` (and is not `left_out(row)`, the
     rule's own exclusions): where none does, a pass would be vacuous (an upload rule on a trace that uploads
     nothing, a from-Python-data rule where the only lift is torch.from_numpy's), so the verdict is not
     applicable."""
-    return any(not index.in_profiler(r) and not (left_out and left_out(r))
+    return any(not index.in_machinery(r) and not (left_out and left_out(r))
                for r in np.flatnonzero(mask)[:10_000].tolist())

@@ -10,7 +10,10 @@ change to the model would not remove:
 - `warm-up`: a sync under an op (by name and Python line) in the first instance only, while later instances
   run the same op at the same line without it: first-call autotuning (cudnn.benchmark), lazy init;
 - `data loading`: an event under the DataLoader's range (`@data-loader-range`): collate building CPU
-  tensors, a worker's copy; the input pipeline, not the step.
+  tensors, a worker's copy; the input pipeline, not the step;
+- `graph replay prologue`: what `CUDAGraph.replay()` launches itself before the graph (the seed and offset
+  fills of the RNG generators registered with it: kernlint.trace.graphs.replay_prologue_rows); torch's replay
+  mechanics, not the program's code (KL001, KL101).
 Such a finding is reported at info severity with its context: it shows, it does not fail the gate.
 """
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from kernlint.trace.graphs import replay_prologue_rows
 from kernlint.trace.names import named_pattern
 from kernlint.trace.patterns import compile_pattern
 
@@ -26,7 +30,14 @@ STEP_EDGE = "step edge"
 RESULT_READBACK = "result readback"
 WARM_UP = "warm-up"
 DATA_LOADING = "data loading"
+REPLAY_PROLOGUE = "graph replay prologue"
 CONTEXT_SEVERITY = "info"
+
+
+def replay_prologue_context(index, *rows: int) -> str | None:
+    """REPLAY_PROLOGUE when any of `rows` is launched by CUDAGraph.replay() itself, else None."""
+    prologue = replay_prologue_rows(index.table)
+    return REPLAY_PROLOGUE if prologue and any(int(r) in prologue for r in rows) else None
 
 
 def under_data_loader(index, row: int) -> bool:

@@ -20,8 +20,13 @@ counts those events, by kind of damage and by side:
     op of the trace: the call's, or the op's, time or thread is wrong. (In kineto the launch lies in the op
     its External id names. Older kineto reuses External ids, so only calls in no op at all are counted.)
   - Python frames that do not lie inside the frame their `Python parent id` names, or whose parent id
-    names no frame. Kineto records the frame tree twice, by ids and by time, and real traces agree; when
-    they do not, the frame nesting that scopes rest on is wrong.
+    names no frame. Kineto records the frame tree twice, by ids and by time; when the two disagree, the
+    frame nesting that scopes rest on may be wrong. Where torch's Python tracer itself records them apart,
+    it is not damage (kernlint.trace.table.FrameTree, a note in the report): window edges; a top-level
+    frame on the autograd engine's thread naming the frame that called backward() (checkpoint recomputes,
+    step after step); a frame that starts inside its parent and ends after it, a call whose return the
+    tracer did not see (Python 3.12, C functions that call back into Python: custom ops under
+    torch.compile), which is left out of the frame tree.
   - events recorded twice: an op, kernel, copy, memset, runtime call or GPU annotation equal to an earlier
     one in kind, name, ts, dur, pid, tid and ids (counts, sequences and links would be wrong);
   - a timestamp that more than half of the timed events (at least 3) share: the trace's times were lost.

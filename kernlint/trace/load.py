@@ -35,7 +35,7 @@ import msgspec
 
 from kernlint.errors import TraceError
 from kernlint.fileio import RUN_METADATA_SUFFIX
-from kernlint.trace import names
+from kernlint.trace import graph_evidence, names
 from kernlint.trace.columns import RawColumns
 from kernlint.trace.event_stream import EventStream, StreamFallback
 from kernlint.trace.graphs import attribute_replays
@@ -341,12 +341,12 @@ def _not_empty(data: bytes | bytearray, path: Path) -> bytes | bytearray:
     return data
 
 
-def stream_trace(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
-                 captures: Iterable[Path] = ()) -> tuple[RawTrace, RawColumns, int] | bytes | bytearray | None:
+def stream_trace(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES, captures: Iterable[Path] = (),
+                 more: Iterable[bytes] = ()) -> tuple[RawTrace, RawColumns, int] | bytes | bytearray | None:
     """A trace read as a stream (kernlint.trace.event_stream): its top level, its events' columns (with the
-    capture windows of `captures` merged in) and its size in bytes of JSON; or its bytes, when it is small
-    enough to be read whole; or None where it cannot be streamed (read it whole: read_trace_bytes and
-    decode_trace say what is wrong).
+    capture windows of `captures` and the events `more` merged in) and its size in bytes of JSON; or its
+    bytes, when it is small enough to be read whole; or None where it cannot be streamed (read it whole:
+    read_trace_bytes and decode_trace say what is wrong).
     Raises the TraceErrors of read_trace_bytes for what streaming reads (too large, damaged gzip)."""
     try:
         with open(path, "rb") as raw:
@@ -367,7 +367,7 @@ def stream_trace(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
         if not stream.streaming:
             return _not_empty(stream.whole, path)
         extra = [e for k, c in enumerate(captures, start=1) for e in capture_window_events(c, max_bytes, k)]
-        return (*stream.finish(extra), stream.json_bytes)
+        return (*stream.finish(extra + list(more)), stream.json_bytes)
     except (OSError, StreamFallback):
         return None
 
@@ -633,7 +633,7 @@ def _not_json(data: bytes | bytearray, path: Path, exc: msgspec.DecodeError) -> 
 
 
 def load_trace(path: str | Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
-               captures: Iterable[str | Path] = ()) -> EventTable:
+               captures: Iterable[str | Path] = (), outside_captures: bool = False) -> EventTable:
     """Read one trace file (at most `max_bytes` of JSON) into an EventTable. Every problem is a TraceError
     naming the file: unreadable, too large, not JSON, not a trace, no events, nested too deeply, out of
     memory. Events whose fields are damaged are kept and counted (kernlint.trace.damage).
@@ -641,12 +641,41 @@ def load_trace(path: str | Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
     `captures`: traces that recorded the CUDA-graph captures this trace replays (vLLM's
     `graph_capture_rank_*` traces). Their stream-capture windows are merged in on threads of their own
     (`capture:<pid>`, ids moved apart) so that replayed kernels can be attributed to the captured launches
-    (kernlint.trace.graphs); a capture inside this trace's own window needs nothing."""
+    (kernlint.trace.graphs); a capture inside this trace's own window needs nothing.
+    `outside_captures`: this trace is a capture trace merged into the replay traces it serves
+    (kernlint.trace.pairing): its own stream-capture windows are left out, the rest is a normal trace.
+    Replays that nothing attributes but whose kernels carry graph node ids are attributed to PyTorch's own
+    graph evidence when the trace (kernel annotations) or a file beside it (per-node stacks) has it
+    (kernlint.trace.graph_evidence): the trace is then read again with that evidence merged in."""
     path = Path(path)
-    size = None
     captures = [Path(c) for c in captures]
+    table = _load(path, max_bytes, captures, outside_captures, [])
+    nodes = graph_evidence.unattributed_nodes(table)
+    if nodes:
+        extra = _graph_evidence(path, max_bytes, table, nodes)
+        if extra:
+            table = _load(path, max_bytes, captures, outside_captures, extra)
+    return table
+
+
+def _graph_evidence(path: Path, max_bytes: int, table: EventTable, nodes: list) -> list[bytes]:
+    """The capture made of PyTorch's graph evidence for the trace's unattributed graph nodes ([] for none)."""
+    sidecar = graph_evidence.stack_sidecar(path)
+    stacks = graph_evidence.node_stacks(sidecar) if sidecar is not None else {}
+    annotations = {}
+    data = read_trace_bytes(path, max_bytes)
+    if graph_evidence.might_hold_annotations(data):
+        annotations = graph_evidence.node_annotations(decode_trace(data, path).trace_events)
+    del data
+    pid, first = graph_evidence.evidence_origin(table.columns)
+    return graph_evidence.capture_events(nodes, annotations, stacks, pid, first)
+
+
+def _load(path: Path, max_bytes: int, captures: list[Path], outside_captures: bool, extra: list[bytes]) -> EventTable:
+    size = None
     try:
-        streamed = stream_trace(path, max_bytes, captures)
+        # Leaving events out needs them one by one: such a trace is read whole.
+        streamed = None if outside_captures else stream_trace(path, max_bytes, captures, extra)
         if isinstance(streamed, tuple):   # a large trace, its events decoded as it was read
             raw, columns, size = streamed
         else:
@@ -654,8 +683,11 @@ def load_trace(path: str | Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
             size = len(data)
             raw = decode_trace(data, path)
             del data, streamed
+            if outside_captures:
+                without_capture_windows(raw)
             for k, capture in enumerate(captures, start=1):
                 raw.trace_events.extend(capture_window_events(capture, max_bytes, k))
+            raw.trace_events.extend(extra)
             columns = None
         table = build_event_table(raw, path, columns)
         del raw, columns
@@ -676,43 +708,83 @@ CAPTURE_ID_OFFSET = 1 << 48
 _CAPTURE_IDS = ("correlation", "External id", "Python id", "Python parent id")
 
 
+class _Placed(msgspec.Struct, gc=False):
+    """What says where an event is: its thread and time (and, for runtime calls, whether it opens or closes a
+    stream capture)."""
+
+    cat: object = None
+    name: object = None
+    pid: object = None
+    tid: object = None
+    ts: object = None
+    dur: object = None
+
+
+_placed_decoder = msgspec.json.Decoder(_Placed)
+
+
+def _in_capture_windows(raw_events: list, keep_capture_calls: bool = False) -> list[bool] | None:
+    """For each raw event, whether it lies inside a stream capture of its thread (from BeginCapture to the end
+    of the next EndCapture; with `keep_capture_calls`, those two calls are not counted in); None when the trace
+    records no complete capture."""
+    placed: list[_Placed | None] = []
+    for r in raw_events:
+        try:
+            placed.append(_placed_decoder.decode(r))
+        except msgspec.DecodeError:
+            placed.append(None)
+    windows: dict[tuple, list[list[float]]] = {}
+    calls = sorted((e for e in placed if e is not None and e.cat in RUNTIME_CATEGORIES and isinstance(e.name, str)
+                    and _is_time(e.ts)), key=lambda e: e.ts)
+    for e in calls:
+        key = (e.pid, e.tid)
+        if names.GRAPH_CAPTURE_BEGIN.match(e.name):
+            windows.setdefault(key, []).append([e.ts, float("inf")])
+        elif names.GRAPH_CAPTURE_END.match(e.name) and windows.get(key) and windows[key][-1][1] == float("inf"):
+            windows[key][-1][1] = e.ts + (e.dur if _is_time(e.dur) else 0)
+    spans = {key: sorted((b, e) for b, e in found if e != float("inf")) for key, found in windows.items()}
+    if not any(spans.values()):
+        return None
+    starts = {key: [b for b, _ in found] for key, found in spans.items()}
+    inside = []
+    for e in placed:
+        found = spans.get((e.pid, e.tid)) if e is not None and _is_time(e.ts) else None
+        if not found:
+            inside.append(False)
+            continue
+        i = bisect.bisect_right(starts[(e.pid, e.tid)], e.ts) - 1   # the last capture that began at or before ts
+        inside.append(i >= 0 and e.ts <= found[i][1] and not (keep_capture_calls and _is_capture_call(e)))
+    return inside
+
+
+def _is_capture_call(e: _Placed) -> bool:
+    return e.cat in RUNTIME_CATEGORIES and isinstance(e.name, str) and bool(
+        names.GRAPH_CAPTURE_BEGIN.match(e.name) or names.GRAPH_CAPTURE_END.match(e.name))
+
+
+def _is_time(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def capture_window_events(path: Path, max_bytes: int, k: int) -> list[bytes]:
     """The events of a capture trace that lie inside its stream-capture windows (on the capturing thread,
     from BeginCapture to EndCapture), re-encoded with pid `capture:<pid>` and ids moved by k *
     CAPTURE_ID_OFFSET. A file that records no capture is a TraceError: it cannot be the capture asked for."""
     raw = decode_trace(read_trace_bytes(path, max_bytes), path)
-    events = []
-    for r in raw.trace_events:
+    inside = _in_capture_windows(raw.trace_events)
+    if inside is None:
+        raise TraceError(path, "records no CUDA-graph capture (no cudaStreamBeginCapture .. EndCapture): it "
+                               "cannot be the capture trace of a replay")
+    offset = k * CAPTURE_ID_OFFSET
+    out = []
+    for r, keep in zip(raw.trace_events, inside):
+        if not keep:
+            continue
         try:
             e = msgspec.json.decode(r)
         except msgspec.DecodeError:
             continue
-        if isinstance(e, dict):
-            events.append(e)
-    del raw
-    windows: dict[tuple, list[list[float]]] = {}
-    for e in sorted((e for e in events if e.get("cat") in RUNTIME_CATEGORIES and isinstance(e.get("name"), str)
-                     and isinstance(e.get("ts"), (int, float))), key=lambda e: e["ts"]):
-        key = (e.get("pid"), e.get("tid"))
-        if names.GRAPH_CAPTURE_BEGIN.match(e["name"]):
-            windows.setdefault(key, []).append([e["ts"], float("inf")])
-        elif names.GRAPH_CAPTURE_END.match(e["name"]) and windows.get(key) and windows[key][-1][1] == float("inf"):
-            windows[key][-1][1] = e["ts"] + (e.get("dur") or 0)
-    spans = {key: sorted((b, e) for b, e in found if e != float("inf")) for key, found in windows.items()}
-    if not any(spans.values()):
-        raise TraceError(path, "records no CUDA-graph capture (no cudaStreamBeginCapture .. EndCapture): it "
-                               "cannot be the capture trace of a replay")
-    offset = k * CAPTURE_ID_OFFSET
-    starts = {key: [b for b, _ in found] for key, found in spans.items()}
-    out = []
-    for e in events:
-        ts = e.get("ts")
-        key = (e.get("pid"), e.get("tid"))
-        found = spans.get(key)
-        if not found or not isinstance(ts, (int, float)):
-            continue
-        i = bisect.bisect_right(starts[key], ts) - 1   # the last capture that began at or before ts
-        if i < 0 or ts > found[i][1]:
+        if not isinstance(e, dict):
             continue
         e["pid"] = f"capture:{e.get('pid')}"
         args = e.get("args")
@@ -723,3 +795,17 @@ def capture_window_events(path: Path, max_bytes: int, k: int) -> list[bytes]:
                     args[key] = v + offset
         out.append(msgspec.json.encode(e))
     return out
+
+
+def without_capture_windows(raw: RawTrace) -> int:
+    """Leaves out of `raw` the events inside its stream-capture windows (what capture_window_events merges into
+    the replay traces the capture trace serves), but the BeginCapture and EndCapture calls themselves: the
+    trace still says where it captured (a sync between two captures is set-up, not a sync in a capture);
+    returns how many were left out."""
+    inside = _in_capture_windows(raw.trace_events, keep_capture_calls=True)
+    if inside is None:
+        return 0
+    kept = [r for r, drop in zip(raw.trace_events, inside) if not drop]
+    dropped = len(raw.trace_events) - len(kept)
+    raw.trace_events = kept
+    return dropped

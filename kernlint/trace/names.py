@@ -396,6 +396,15 @@ def is_graph_launch(runtime_name: str) -> bool:
 GRAPH_CAPTURE_BEGIN = _Lazy("GRAPH_CAPTURE_BEGIN", r"^(cuda|hip)StreamBeginCapture|^cuStreamBeginCapture")
 GRAPH_CAPTURE_END = _Lazy("GRAPH_CAPTURE_END", r"^(cuda|hip)StreamEndCapture|^cuStreamEndCapture")
 
+# (issue 36) torch's CUDAGraph.replay() frame: what it launches itself before the graph launch (the seed and
+# offset fills of each registered RNG generator) is torch's replay prologue, not the program's code.
+GRAPH_REPLAY_FRAME = _Lazy("GRAPH_REPLAY_FRAME", r"(^|/)torch/cuda/graphs\.py\(\d+\): replay$")
+
+
+def is_graph_replay_frame(frame_name: str) -> bool:
+    return bool(GRAPH_REPLAY_FRAME.search(frame_name))
+
+
 # Python frames of the profiler itself (its start and stop synchronize the device): what runs under them is
 # the profiler's work, not the profiled program's.
 PROFILER_FRAME = _Lazy("PROFILER_FRAME", r"(^|/)torch/(profiler/|autograd/profiler\.py|autograd/profiler_util\.py)")
@@ -403,6 +412,11 @@ PROFILER_FRAME = _Lazy("PROFILER_FRAME", r"(^|/)torch/(profiler/|autograd/profil
 
 def is_profiler_frame(frame_name: str) -> bool:
     return bool(PROFILER_FRAME.search(frame_name))
+
+
+def is_compiler_machinery_frame(frame_name: str) -> bool:
+    """Whether a Python frame is torch's compiler or CUDA-graph machinery (`@compiler-machinery-frame`)."""
+    return bool(_COMPILER_MACHINERY.search(frame_name))
 
 
 # Named patterns that rule files reference as `@name` (the rule loader expands them); each is searched with
@@ -515,6 +529,16 @@ NAMED_PATTERNS: dict[str, str] = {
                          r"|_?warm_?up(?:_model)?|profile_run|_dummy_run|dummy_run|capture_model|_capture_cudagraphs?"
                          r"|make_graphed_callables|initialize_dummy_weights|init_weights|_init_weights"
                          r"|reset_parameters)$",
+    # torch's compiler and CUDA-graph machinery (issue 36): what one of these frames issues itself, with no
+    # frame of the program's own code and no nn.Module between it and the event, is set-up for every rule:
+    # inductor's cudagraph trees (torch/_inductor/cudagraph_trees.py: the synchronizes of their warm-up and
+    # recording, the copies of a replay's inputs into the graph's static buffers), torch.cuda.graph and
+    # make_graphed_callables (torch/cuda/graphs.py: the synchronize on entry to a capture, their own
+    # warm-up synchronizes), Dynamo's frame evaluation, guards, cache look-ups and compilation
+    # (torch/_dynamo/). The program's work under them (the model run while a graph is recorded, the compiled
+    # graph's kernels, a user's callable in make_graphed_callables) is below a user frame or module and stays
+    # the program's (kernlint.trace.scopes.ScopeIndex.in_machinery).
+    "compiler-machinery-frame": r"(?:^|/)torch/(?:_inductor/cudagraph_trees|cuda/graphs|_dynamo/[\w/]+)\.py\(\d+\): ",
     # -- end R4/R5/R8 --
     # -- zoo families R1/R2/R3: fills, copies, casts (helper-owned block) --
     # Ops that fill a buffer with one value (dead-fill, KL101): aten::fill_ and aten::zero_ (what zeros,
@@ -557,6 +581,15 @@ NAMED_PATTERNS: dict[str, str] = {
                          r"|einsum|view_as_complex|view_as_real|complex|_reshape_alias|t|mul_|div_|add_|sub_"
                          r"|neg_|pow_)$",
     # -- end R6/R7 --
+    # -- torch.compile's generated code (issue 36) --
+    # The op torch.compile wraps around one call of a compiled graph: what runs inside it was launched by the
+    # compiler's generated code, in the graph's order, with no module or frame of the layer around it.
+    "compiled-graph-call-op": r"^## Call CompiledFxGraph\b|^Torch-Compiled Region\b",
+    # The op inductor records for each Triton kernel it launches (named after the kernel: pointwise `poi`,
+    # persistent reduction `per`, reduction `red`, `fused` with the ops it fused), with the kernel's tensor
+    # and size arguments.
+    "inductor-kernel-op": r"^triton_(?:poi|per|red)_fused_",
+    # -- end torch.compile --
     # One step of a profiled loop (torch.profiler's `prof.step()`, and kernlint's repeated runs): a baseline
     # takes each as one run of the program.
     "profiler-step-range": r"^ProfilerStep#\d+$",
@@ -564,6 +597,9 @@ NAMED_PATTERNS: dict[str, str] = {
                                 r"|^Torch-Compiled Region\b|^CompiledFunction(?:Backward)?$"
                                 r"|^TorchDynamo Cache Lookup$|^DistributedDataParallel\.forward$",
 }
+
+
+_COMPILER_MACHINERY = _Lazy("_COMPILER_MACHINERY", NAMED_PATTERNS["compiler-machinery-frame"])
 
 
 # Names whose number counts the recording, not the code: torch.profiler's step counter (`ProfilerStep#12`,

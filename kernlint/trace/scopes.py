@@ -42,13 +42,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernlint.trace.names import MODULE_PREFIX, is_profiler_frame, named_pattern
+from kernlint.trace.names import (
+    MODULE_PREFIX,
+    is_compiler_machinery_frame,
+    is_graph_launch,
+    is_profiler_frame,
+    named_pattern,
+)
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.table import (
     DEVICE_KINDS,
     EventTable,
     category_mask,
     distinct_ints,
+    frame_tree,
     kind_mask,
     sorted_order,
     unique_codes,
@@ -147,6 +154,7 @@ class ScopeIndex:
         self._units_cache: dict[tuple[int, int, int], list[Scope]] = {}
         self.frame_col = f["frame"]
         self._profiler_frames: dict[int, bool] = {}
+        self._machinery_owner: dict[int, int] = {}
 
     @property
     def table(self) -> EventTable:
@@ -273,6 +281,49 @@ class ScopeIndex:
         for s in seen:
             self._profiler_frames[s] = verdict
         return verdict
+
+    def in_machinery(self, row: int) -> bool:
+        """Whether the event is set-up that no rule judges: the profiler's own work (in_profiler), or what
+        torch's compiler and CUDA-graph machinery (`@compiler-machinery-frame`: inductor's cudagraph trees,
+        torch.cuda.graph, Dynamo) issues itself: going up the event's Python frames, the first frame that is
+        the program's own code or machinery is machinery, and no nn.Module opened inside that frame holds the
+        event. The model run while a graph is recorded, a compiled graph's kernels and a replay (the graph
+        launch and the kernels it runs) are the program's. Needs stacks; False without them."""
+        if self.in_profiler(row):
+            return True
+        if self.replay[row] >= 0 or (self.kind[row] == "runtime" and is_graph_launch(str(self.name[row]))):
+            return False
+        f = int(self.frame_col[row])
+        if f < 0:
+            return False
+        owner = self._machinery_frame(f)
+        if owner < 0:
+            return False
+        module = int(self.module[row])
+        return not (module >= 0 and self.ts[module] >= self.ts[owner])
+
+    def _machinery_frame(self, frame: int) -> int:
+        """From `frame` up: the first frame that is machinery (its row) before any frame of the program's
+        own code; -1 when a program frame, or no machinery frame, comes first."""
+        library = self.columns["library_frame"]
+        seen = []
+        found = -1
+        f = frame
+        while f >= 0:
+            known = self._machinery_owner.get(f)
+            if known is not None:
+                found = known
+                break
+            seen.append(f)
+            if is_compiler_machinery_frame(str(self.name[f])):
+                found = f
+                break
+            if not library[f]:
+                break
+            f = int(self.frame_col[f])
+        for s in seen:
+            self._machinery_owner[s] = found
+        return found
 
     # -- units ---------------------------------------------------------------------------------------------
     def is_container(self, row: int) -> bool:
@@ -684,6 +735,9 @@ class ScopeIndex:
             if hits.any():
                 wanted.append(rows[hits[codes]])
         w = np.concatenate(wanted).astype(np.int64) if wanted else np.empty(0, dtype=np.int64)
+        unnested = frame_tree(self.table).unnested
+        if len(unnested) and len(w):   # calls left open to the recording's close span nothing they ran
+            w = w[~np.isin(w, unnested)]
         order = w[sorted_order(-self.end[w], self.ts[w], self.thread_code()[w])] if len(w) else w
         out = [self.unit(r) for r in self._outermost(order)]
         return out + self._backward_parts(out)

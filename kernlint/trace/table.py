@@ -349,8 +349,12 @@ def build_event_table(raw: RawTrace, path: str | Path, cols: RawColumns | None =
 
     _name_columns(columns, name_codes, name_values)
     _link_launches(columns)
-    _nest_host_events(columns, name_codes, name_values)
-    _check_frame_tree(columns, cols.id_values("python_id"), cols.id_values("python_parent_id"))
+    python_ids, parent_ids = cols.id_values("python_id"), cols.id_values("python_parent_id")
+    parents = _frame_parents(columns, python_ids, parent_ids)
+    late = _closed_after_parent(columns, parents)
+    _nest_host_events(columns, name_codes, name_values, unnested=late)
+    tree = _check_frame_tree(columns, parents, late, python_ids, parent_ids)
+    del python_ids, parent_ids, parents
     cols.ids.clear()
     _inherit_from_launcher(columns)
     _allocation_dtypes_and_pairs(columns, cols.op_args)
@@ -359,6 +363,7 @@ def build_event_table(raw: RawTrace, path: str | Path, cols: RawColumns | None =
 
     table = EventTable(columns, meta)
     table.derived[OP_ARGS_KEY] = _op_args_of_ops(columns, cols.op_args)
+    table.derived[FRAME_TREE_KEY] = tree
     return table
 
 
@@ -547,7 +552,7 @@ _NEST_STACKS = ("op", "annotation", "module", "python", "user")
 
 
 def _nest_host_events(columns: EventColumns, name_codes: np.ndarray | None = None, name_values=None, *,
-                      vectorized: bool = True) -> None:
+                      vectorized: bool = True, unnested: np.ndarray | None = None) -> None:
     """Interval nesting per host thread: innermost enclosing op, annotation, module and Python frames.
 
     The rule, per thread in (ts, longest first, row) order: an event's enclosing X is the last earlier X of
@@ -556,7 +561,9 @@ def _nest_host_events(columns: EventColumns, name_codes: np.ndarray | None = Non
     every real trace), that is a count and a binary search per event (`_nest_thread`); a kind whose events
     do not nest on a thread (Python frames cut by the profiling window, on some real traces) is walked there
     event by event with a stack (`_nest_thread_walk`), which gives the same answer in both cases and is the
-    definition. Kinds are independent (each stack holds its own kind), so only that kind is walked."""
+    definition. Kinds are independent (each stack holds its own kind), so only that kind is walked.
+    `unnested`: rows of Python frames left out of the frame tree (recorded closing after their parent,
+    `_closed_after_parent`): they are nested like any event but hold nothing."""
     n = len(columns)
     host = ~is_kind(columns, *DEVICE_KINDS, "gpu_annotation", "other")
     # Events whose ts, pid or tid is unusable cannot be placed: no parent, no children, no scope.
@@ -574,10 +581,13 @@ def _nest_host_events(columns: EventColumns, name_codes: np.ndarray | None = Non
     for c in unique_codes(name_codes[pushed_python], len(name_values))[0].tolist():
         lib_of_code[c] = 2 if names.is_library_frame(name_values[c]) else 1
     library = lib_of_code[name_codes] == 2
+    holds = np.ones(n, dtype=bool)
+    if unnested is not None and len(unnested):
+        holds[unnested] = False
     kind_of = {
         "op": is_kind(columns, "op"), "annotation": is_kind(columns, "annotation"),
-        "module": is_kind(columns, "module"),
-        "python": is_python, "user": is_python & (lib_of_code[name_codes] == 1),
+        "module": is_kind(columns, "module") & holds,
+        "python": is_python & holds, "user": is_python & (lib_of_code[name_codes] == 1) & holds,
     }
     out = {k: np.full(n, -1, dtype=np.int64) for k in _NEST_STACKS}
     top = np.full(n, -1, dtype=np.int64)
@@ -748,14 +758,62 @@ def _nest_thread_walk_python(part: np.ndarray, ts, end, dur, kind_of: dict, out:
 _EDGE_US = 10.0   # a frame whose start or end lies this close to the window's is cut by the window
 
 
-def _check_frame_tree(columns: EventColumns, python_ids, parent_ids) -> None:
-    """Flag FRAME_OUTSIDE_PARENT on Python frames that disagree with the tree kineto recorded: the frame its
-    `Python parent id` names must be a Python frame on the same thread whose interval holds it (within the
-    float rounding of `ts + dur`). Real traces always agree; a moved or re-categorised frame does not (a
-    parent id that names no frame, or an event that is no longer a frame, is flagged alike)."""
+@dataclass(frozen=True)
+class FrameTree:
+    """Python frames whose `Python parent id` disagrees with the time nesting without damage, as torch's
+    Python tracer records compiled regions, custom ops and activation checkpointing (rows of the table):
+
+    - `across_threads`: top-level frames on their thread whose parent id names a frame on another thread of
+      the process that started before them but no longer holds them: autograd-engine hooks and checkpoint
+      recomputes on the engine's thread name the frame that called backward() in the first step, step after
+      step. They nest by time on their own thread.
+    - `unnested`: frames that start inside the frame their parent id names and end after it: calls whose
+      return the tracer did not see (C functions that re-enter Python, as custom ops under torch.compile do,
+      left open to the end of the recording). They cannot nest, so they are left out of the frame tree: they
+      hold nothing, and what ran after them nests in the frames that really held it.
+    """
+
+    across_threads: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    unnested: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+    def notes(self) -> list[str]:
+        """One line per kind of re-parenting found; [] for a trace whose two trees agree."""
+        lines = []
+        if len(self.across_threads):
+            lines.append(f"{len(self.across_threads)} Python frame(s) name a parent on another thread that no "
+                         "longer holds them (autograd-engine hooks, checkpoint recomputes): nested by time on "
+                         "their own thread")
+        if len(self.unnested):
+            lines.append(f"{len(self.unnested)} Python frame(s) recorded ending after the frame their parent id "
+                         "names (calls whose return the profiler did not see, under compiled regions and custom "
+                         "ops): left out of the frame tree")
+        return lines
+
+
+# EventTable.derived key: the table's FrameTree (kernlint.trace.table.frame_tree).
+FRAME_TREE_KEY = "frame-tree"
+
+
+def frame_tree(table: EventTable) -> FrameTree:
+    """The re-parented Python frames of a loaded table (an empty FrameTree for a table built otherwise)."""
+    return table.derived.get(FRAME_TREE_KEY) or FrameTree()
+
+
+@dataclass(frozen=True)
+class _FrameParents:
+    """Python frames that carry a parent id: their rows, and the row of the frame that id names (-1: no
+    frame carries it)."""
+
+    frames: np.ndarray
+    child: np.ndarray
+    parent: np.ndarray
+
+
+def _frame_parents(columns: EventColumns, python_ids, parent_ids) -> _FrameParents | None:
+    """The frame each Python frame's `Python parent id` names; None where no frame carries a parent id."""
     frames = np.flatnonzero(is_kind(columns, "python", "module"))
     if not len(frames):
-        return
+        return None
     if isinstance(python_ids, np.ndarray) and isinstance(parent_ids, np.ndarray):
         ids, parents = python_ids[frames], parent_ids[frames]
     else:   # one column, so that large ids get one coding
@@ -768,7 +826,7 @@ def _check_frame_tree(columns: EventColumns, python_ids, parent_ids) -> None:
         ids, parents = both[:len(frames)], both[len(frames):]
     has_parent = parents >= 0
     if not has_parent.any():
-        return
+        return None
     child = frames[has_parent]
     known = ids >= 0
     order = np.argsort(ids[known], kind="stable")
@@ -778,6 +836,45 @@ def _check_frame_tree(columns: EventColumns, python_ids, parent_ids) -> None:
         at = np.minimum(np.searchsorted(sorted_ids, parents[has_parent]), len(sorted_ids) - 1)
         found = sorted_ids[at] == parents[has_parent]
         parent[found] = holders[at[found]]
+    return _FrameParents(frames, child, parent)
+
+
+def _slack(end: np.ndarray, p: np.ndarray, child: np.ndarray) -> np.ndarray:
+    """How far apart two times of a frame and its parent may be and still be one (the float rounding of
+    `ts + dur`)."""
+    with np.errstate(invalid="ignore"):
+        return 1e-3 + 4 * np.spacing(np.maximum(np.abs(end[p]), np.abs(end[child])))
+
+
+def _closed_after_parent(columns: EventColumns, parents: _FrameParents | None) -> np.ndarray:
+    """Rows of Python frames that start inside the frame their parent id names, on its thread, and end after
+    it (not at the window's close, where both are cut): their return was not seen (FrameTree.unnested)."""
+    if parents is None:
+        return np.empty(0, dtype=np.int64)
+    has = parents.parent >= 0
+    child, p = parents.child[has], parents.parent[has]
+    placed = (columns["damage"] & UNPLACED) == 0
+    ts, end = columns["ts"], columns["end"]
+    thread = columns.coded("thread")[0]
+    slack = _slack(end, p, child)
+    hi = np.nanmax(end[parents.frames])
+    with np.errstate(invalid="ignore"):
+        late = (placed[child] & placed[p] & (thread[p] == thread[child]) & (ts[p] <= ts[child] + slack)
+                & (ts[child] < end[p]) & (end[child] > end[p] + slack) & (hi - end[p] > _EDGE_US))
+    return child[late]
+
+
+def _check_frame_tree(columns: EventColumns, parents: _FrameParents | None, unnested: np.ndarray, python_ids,
+                      parent_ids) -> FrameTree:
+    """Flag FRAME_OUTSIDE_PARENT on Python frames that disagree with the tree kineto recorded: the frame its
+    `Python parent id` names must be a Python frame on the same thread whose interval holds it (within the
+    float rounding of `ts + dur`). A moved or re-categorised frame does not (a parent id that names no frame,
+    or an event that is no longer a frame, is flagged alike). What torch's tracer records that way without
+    damage (window edges, the autograd engine's thread, calls whose return it did not see: FrameTree) is
+    not flagged; the FrameTree says what was found."""
+    if parents is None:
+        return FrameTree()
+    frames, child, parent = parents.frames, parents.child, parents.parent
     damage = columns["damage"].copy()
     placed = (damage & UNPLACED) == 0
     has = parent >= 0
@@ -786,16 +883,21 @@ def _check_frame_tree(columns: EventColumns, python_ids, parent_ids) -> None:
     judged = placed[child] & (~has | placed[p])
     ts, end = columns["ts"], columns["end"]
     thread = columns.coded("thread")[0]   # set by _nest_host_events; codes of distinct texts compare alike
+    slack = _slack(end, p, child)
     with np.errstate(invalid="ignore"):
-        slack = 1e-3 + 4 * np.spacing(np.maximum(np.abs(end[p]), np.abs(end[child])))
         inside = (ts[p] <= ts[child] + slack) & (end[child] <= end[p] + slack)
+        started_before = ts[p] <= ts[child] + slack
     same_thread = thread[p] == thread[child]
     ok = has & same_thread & inside
     # Kineto's own cross-thread tree: a Python hook the autograd engine runs on its thread (a top-level frame
-    # there) names the frame that called backward() on the main thread, which holds it in time. Not damage.
+    # there: checkpoint recomputes, custom Functions' backward) names the frame that called backward() on the
+    # main thread, which held it in the first step and no longer does in later ones. Not damage.
     process = columns.coded("pid")[0]
     top_level = columns["frame"][child] < 0   # no frame of its own thread holds it
-    ok |= has & ~same_thread & inside & top_level & (process[p] == process[child])
+    across = has & ~same_thread & top_level & (process[p] == process[child]) & started_before
+    ok |= across
+    # Calls whose return the tracer did not see: they end after their parent (left out of the frame tree).
+    ok |= np.isin(child, unnested)
     # A window edge: a parent frame cut at the window's start or end (it began before the window opened, or
     # ran past its close) no longer holds its child's whole interval. Not damage.
     lo, hi = np.nanmin(ts[frames]), np.nanmax(end[frames])
@@ -814,6 +916,8 @@ def _check_frame_tree(columns: EventColumns, python_ids, parent_ids) -> None:
         ok[orphan] = [m is not None and m not in carried for m in missing]
     damage[child[judged & ~ok]] |= FRAME_OUTSIDE_PARENT
     columns["damage"] = damage
+    return FrameTree(across_threads=child[judged & across & ~inside].astype(np.int64),
+                     unnested=np.asarray(unnested, dtype=np.int64))
 
 
 def _parent_id_value(parent_ids, row: int) -> int | None:

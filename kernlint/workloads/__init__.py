@@ -16,9 +16,9 @@ from kernlint.workloads.base import (
                                      resolve_target,
 )
 from kernlint.workloads.fp8 import BUILTIN_WORKLOADS, DEEPSEEK_V3_LINEAR_SHAPES, dummy_init_workload, linear_workload
-from kernlint.workloads.graphs import decoder_graph_workload
+from kernlint.workloads.graphs import decoder_compiled_workload, decoder_graph_workload
 from kernlint.workloads.tp import tp_mlp_workload
 
 __all__ = ["BUILTIN_WORKLOADS", "CHECKOUT_FIXTURES", "DEEPSEEK_V3_LINEAR_SHAPES", "Step", "Workload",
-           "decoder_graph_workload", "dummy_init_workload", "known_workloads", "linear_workload",
-           "regressed_workloads", "resolve_device", "resolve_target", "tp_mlp_workload"]
+           "decoder_compiled_workload", "decoder_graph_workload", "dummy_init_workload", "known_workloads",
+           "linear_workload", "regressed_workloads", "resolve_device", "resolve_target", "tp_mlp_workload"]

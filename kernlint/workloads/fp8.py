@@ -10,7 +10,7 @@ from torch.profiler import record_function
 from kernlint.device import Device
 from kernlint.reference import Fp8BlockLinear, initialize_dummy_weights
 from kernlint.workloads.base import WORKLOADS, Step, Workload
-from kernlint.workloads.graphs import decoder_graph_workload
+from kernlint.workloads.graphs import decoder_compiled_workload, decoder_graph_workload
 from kernlint.workloads.tp import tp_mlp_workload
 
 # DeepSeek-V3 linear shapes (N, K), and the token counts M the layer runs at.
@@ -93,6 +93,13 @@ BUILTIN_WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     decoder_graph_workload("fp8-decoder-graph", Fp8BlockLinear, expect={"KL001": "passed"},
                            summary="4-layer FP8 decoder captured into a CUDA graph and replayed (vLLM-style decode, "
                                    "M=16); replayed kernels attributed to the capture"),
+    decoder_compiled_workload("fp8-decoder-compiled", Fp8BlockLinear, mode="default", expect={"KL001": "passed"},
+                              summary="the 4-layer FP8 decoder under torch.compile (default mode), its linears "
+                                      "custom ops that take the placeholder scale"),
+    decoder_compiled_workload("fp8-decoder-compiled-graphs", Fp8BlockLinear, mode="reduce-overhead",
+                              expect={"KL001": "passed"},
+                              summary="the compiled FP8 decoder in reduce-overhead mode: inductor's CUDA-graph "
+                                      "trees, recorded and replayed in each step"),
 )}
 for _workload in BUILTIN_WORKLOADS.values():
     WORKLOADS.register(_workload.name, _workload)

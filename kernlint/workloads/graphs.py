@@ -83,3 +83,34 @@ def decoder_graph_workload(name: str, linear_cls: type[Fp8BlockLinear], *, expec
 
     return Workload(name=name, summary=summary, build=build, expect=expect, regressed=regressed,
                     devices=("cuda",), not_run_reason="CUDA graphs need a GPU")
+
+
+def decoder_compiled_workload(name: str, linear_cls: type[Fp8BlockLinear], *, mode: str, expect: dict[str, str],
+                              summary: str, regressed: bool = False) -> Workload:
+    """The decoder under `torch.compile`, as vLLM runs it: the linears' kernels are custom ops
+    (`torch.ops.kernlint.fp8_blockscale_gemm` takes the placeholder input scale as an argument, so the compiler
+    keeps whatever the placeholder costs), the norm, activation and residual adds inductor's Triton kernels.
+    One compiled call per step. In `mode="reduce-overhead"` (inductor's CUDA-graph trees) the profiler's warm-up
+    step is the trees' warm-up run, the first profiled step records the graph (the capture) and replays it, and
+    later steps replay it."""
+
+    def build(device: str) -> Step:
+        model = _Decoder(linear_cls, device)
+        compiled = torch.compile(model, mode=mode, fullgraph=True, dynamic=False)
+        static_in = torch.randn(DECODER_TOKENS, DECODER_HIDDEN, device=device, dtype=torch.bfloat16)
+        with torch.no_grad():
+            # Triton compilation and the GEMMs' launch plans (their split-K counters persist) eagerly, first:
+            # made during the CUDA-graph trees' warm-up they would live in the trees' private pool.
+            model(static_in)
+        torch.cuda.synchronize()
+
+        @torch.no_grad()
+        def step() -> None:
+            with record_function("decode_step_compiled"):
+                torch.compiler.cudagraph_mark_step_begin()
+                compiled(static_in)
+
+        return step
+
+    return Workload(name=name, summary=summary, build=build, expect=expect, regressed=regressed,
+                    devices=("cuda",), not_run_reason="the compiled decoder runs on a GPU (Triton kernels)")

@@ -4,15 +4,17 @@ Both casts are outermost `aten::_to_copy` ops on one thread; the intermediate is
 (the trace names no tensors): the first op after the first cast that takes a tensor of its shape and dtype b
 (a top-level op: `aten::to` around the `_to_copy`) must be the cast back to a, inside the same scope
 instance. A TensorList argument records its members' shapes but no dtypes: an op taking a list with a member
-of that shape (`_foreach_copy_`) may be the copy's next use, and ends the search. Not applicable on traces
-without input shapes.
+of that shape (`_foreach_copy_`) may be the copy's next use, and ends the search. A top-level op that records
+no arguments (torch.compile's `Torch-Compiled Region: 0/0`) hides nothing: the ops inside it that record them
+are uses too (kernlint.rules.evidence.uses_by_thread), so the copy of a CUDA-graph replay's inputs into its
+static buffers is the next use it is. Not applicable on traces without input shapes.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
-from kernlint.rules.evidence import casts, ops_by_thread, scoped_evidence
+from kernlint.rules.evidence import casts, scoped_evidence, use_of, uses_by_thread
 from kernlint.rules.result import RuleOutcome, decided, not_applicable
 
 
@@ -29,9 +31,9 @@ def run(rule, table, index):
     if not found:
         return not_applicable(rule, "no cast between dtypes anywhere in the trace: nothing of the rule's kind to "
                                     "judge")
-    # The top-level op around each cast (`aten::to` around `aten::_to_copy`): what the next-use search sees.
-    by_top = {int(index.top_op[r]) if int(index.top_op[r]) >= 0 else r: v for r, v in found.items()}
-    by_thread = ops_by_thread(index)
+    # The use-level op around each cast (`aten::to` around `aten::_to_copy`): what the next-use search sees.
+    by_top = {use_of(index, args, r): v for r, v in found.items()}
+    by_thread = uses_by_thread(index, args)
     findings = []
     cast_rows = np.array(sorted(found), dtype=np.int64)
     for scope in scopes:
@@ -44,7 +46,7 @@ def run(rule, table, index):
             if src == mid or n < rule.spec.check.min_numel:
                 continue
             rows = by_thread.get(index.thread[r], np.array([], dtype=np.int64))
-            top = int(index.top_op[r]) if int(index.top_op[r]) >= 0 else r
+            top = use_of(index, args, r)
             start = int(np.searchsorted(index.ts[rows], index.end[top], "left"))
             for o in rows[start:].tolist():
                 if index.ts[o] >= scope.end:

@@ -34,9 +34,11 @@ from kernlint.rules.evidence import (
     evidence_problem,
     numel,
     op_args,
-    ops_by_thread,
     unit_of,
+    use_of,
+    uses_by_thread,
 )
+from kernlint.rules.noise import CONTEXT_SEVERITY, replay_prologue_context
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.dtypes import dtype_from_input_type
 from kernlint.trace.names import named_pattern
@@ -91,7 +93,7 @@ def run(rule, table, index):
         return not_applicable(rule, "the trace has no [memory] events (record with profile_memory=True): a "
                               "buffer's lifetime is unknown")
     args = op_args(table)
-    by_thread = ops_by_thread(index)
+    by_thread = uses_by_thread(index, args)
     f = index.columns
     kinds, nbytes, paired = index.kind, f["bytes"], f["paired"]
     findings = []
@@ -107,7 +109,7 @@ def run(rule, table, index):
         if size < max(rule.spec.check.min_bytes, 1):
             continue
         checked += 1
-        top = int(index.top_op[r]) if int(index.top_op[r]) >= 0 else r
+        top = use_of(index, args, r)
         thread = index.thread[r]
         # The buffer's lifetime: from the allocation the factory made to its free; else the fill's scope.
         stop = unit_of(index, top).end
@@ -149,8 +151,10 @@ def run(rule, table, index):
                     "tensors)") if lookalikes else ""
             msg = (f"{index.name[top]} fills a {dtype} buffer of shape {list(shape)} ({size} B) that the next op "
                    f"using it, {name}, overwrites whole (argument {outs[0]}) before anything reads it{note}")
+            context = replay_prologue_context(index, r, top)   # torch's own seed / offset fill before a replay
             findings.append(make_finding(rule, index, event_row, unit_of(index, top), msg, None,
-                                         event=f"{index.name[top]} -> {name}"))
+                                         event=f"{index.name[top]} -> {name}",
+                                         severity=CONTEXT_SEVERITY if context else None, context=context))
             break
     level = "kernel" if table.has_device_events else "op"
     # The whole trace is the subject (no anchor, no scope): with shapes and memory events, a trace with no

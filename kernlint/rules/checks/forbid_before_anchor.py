@@ -6,6 +6,7 @@ import numpy as np
 
 from kernlint.rules.anchors import find_anchors
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.noise import CONTEXT_SEVERITY, replay_prologue_context
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace import names
 from kernlint.trace.graphs import graph_replays
@@ -84,8 +85,10 @@ def _check_scoped(rule, index, level, anchors: list[int], replay: int, findings:
             rows = outermost(index, [r for r in rows if category_ok(index, r, check.op_categories)])
         for r in rows:
             event = str(index.short_name[r])
+            context = replay_prologue_context(index, r)   # torch's own fills before a graph launch
             findings.append(make_finding(rule, index, r, scope, f"{event} ({index.category[r]}) runs before "
-                                         f"{anchor_name} in {scope.label}{where}", anchor_name))
+                                         f"{anchor_name} in {scope.label}{where}", anchor_name,
+                                         severity=CONTEXT_SEVERITY if context else None, context=context))
     return unscoped
 
 
@@ -124,6 +127,93 @@ def _check_by_kernel_order(rule, index, anchors: list[int], findings: list) -> N
                     rule, index, d, scope, f"{index.short_name[d]} ({index.category[d]}) runs before "
                     f"{anchor_name} in {label}, after the previous GEMM (from the kernel order only: {why})",
                     anchor_name))
+
+
+def _compiled_call(index, anchor: int) -> int:
+    """The compiled-graph call op (`## Call CompiledFxGraph ##`, the names table's `compiled-graph-call-op`)
+    the anchor kernel was launched in (by its launching call, or the captured launch a replay attributes it
+    to), else -1."""
+    pattern = compile_pattern(names.named_pattern("compiled-graph-call-op"))
+    host = int(index.launcher[anchor])
+    op = int(index.op[host]) if host >= 0 else -1
+    while op >= 0:
+        if pattern.search(str(index.name[op])):
+            return op
+        op = int(index.parent_op[op])
+    return -1
+
+
+def _writes_constants(index, args, kernel: int) -> bool:
+    """A kernel that the compiler generated to write a buffer from constants (a fill: `new_ones`, `zeros`,
+    `full`, made by inductor as a kernel of its own): its launching op is an inductor kernel whose recorded
+    arguments hold one tensor, the buffer it writes. (Inductor names kernels after every op of the nodes it
+    fused, so a name does not tell a fill from the norm beside it; the arguments do.)"""
+    host = int(index.launcher[kernel])
+    op = int(index.op[host]) if host >= 0 else -1
+    if op < 0 or args is None or not compile_pattern(names.named_pattern("inductor-kernel-op")).search(
+            str(index.name[op])):
+        return False
+    found = args.get(op)
+    if found is None:
+        return False
+    tensors = [d for d in found.dims if isinstance(d, list) and d]
+    return len(tensors) == 1
+
+
+def _check_compiled_by_kernel_order(rule, index, anchors: list[int], findings: list) -> int:
+    """Anchors launched inside a compiled graph (torch.compile): the compiler launches the graph's kernels from
+    its generated code, so a fill it made for the layer (a placeholder passed to the quantization op, kept
+    because the op takes it) has no module or frame of the layer; the graph's own kernel order decides. The
+    layer runs from the previous GEMM (or anchor) to the anchor; a kernel there of `kernel-order-categories`, or
+    one the compiler generated to write constants, is a finding. Returns how many anchors were judged so."""
+    from kernlint.rules.evidence import op_args
+
+    check = rule.spec.check
+    args = op_args(index.table)
+    anchor_set = set(anchors)
+    judged = 0
+    streams: dict[tuple, list[int]] = {}
+    for a in anchors:
+        call = _compiled_call(index, a)
+        if call < 0:
+            continue
+        judged += 1
+        replay = int(index.replay[a])
+        key = (call, replay)
+        stream = streams.get(key)
+        if stream is None:
+            if replay >= 0:
+                rows = np.flatnonzero(index.replay == replay)
+            else:
+                rows = index.device_events_between(str(index.thread[call]), float(index.ts[call]),
+                                                   float(index.end[call]))
+            rows = np.asarray(rows, dtype=np.int64)
+            keys = index.ts[rows] if replay >= 0 else index.launch_ts[rows]
+            stream = streams[key] = rows[np.lexsort((rows, keys))].tolist()
+        if a not in stream:
+            continue
+        before = []
+        for d in stream[:stream.index(a)][::-1]:
+            if d in anchor_set or index.category[d] == "gemm":
+                break
+            before.append(d)
+        where = str(index.name[call])
+        label = (_replay_label(index, replay) + ", " if replay >= 0 else "") + where
+        scope = Scope(row=call, kind="graph", name=label, thread=str(index.thread[call]),
+                      ts=float(index.ts[call]), end=float(index.end[call]))
+        anchor_name = str(index.short_name[a])
+        for d in reversed(before):
+            constants = _writes_constants(index, args, d)
+            if not (constants or category_ok(index, d, check.kernel_order_categories)):
+                continue
+            what = "a kernel the compiler generated to write a constant buffer" if constants else index.category[d]
+            context = replay_prologue_context(index, d)
+            findings.append(make_finding(
+                rule, index, d, scope, f"{index.short_name[d]} ({what}) runs before {anchor_name} in the compiled "
+                f"graph {label}, after the previous GEMM (from the compiled graph's kernel order: the compiler "
+                "launched it from its generated code, outside the layer's module and frames)", anchor_name,
+                severity=CONTEXT_SEVERITY if context else None, context=context))
+    return judged
 
 
 def run(rule, table, index):
@@ -172,6 +262,13 @@ def run(rule, table, index):
         with index.in_replay(replay):
             missed = _check_scoped(rule, index, level, group, replay, findings)
         by_order += missed   # a replay whose capture has no modules, ranges or stacks: kernel order decides
+    if level == "kernel":
+        compiled = _check_compiled_by_kernel_order(rule, index, [a for a in anchors.tolist() if a not in by_order],
+                                                   findings)
+        if compiled:
+            notes.append(f"{compiled} anchor kernel(s) launched inside compiled graphs: also checked from the "
+                         "graph's kernel order (fills and compiler-generated constant writes between the previous "
+                         "GEMM and the anchor)")
     if by_order:
         _check_by_kernel_order(rule, index, by_order, findings)
         if len(by_order) > len(unscoped) and not any("kernel order" in n for n in notes):

@@ -9,7 +9,8 @@ This kind counts the outermost *matching* event of each chain, and runtime calls
 once per enclosing op (a `.cpu()` is one sync, not its copy call and its synchronize). A sync op counts only
 when the trace does not show it to read a CPU value (kernlint.trace.syncs): `.item()` of a CPU tensor is not
 a sync. Events under the profiler's own frames (its stop synchronizes the
-device) are never counted.
+device) and what torch's compiler and graph-capture machinery issues itself (the synchronizes of inductor's
+cudagraph-tree warm-up and recording, torch.cuda.graph's on entry: ScopeIndex.in_machinery) are never counted.
 """
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ class ForbidSyncInScope(CheckSpec, tag="forbid-sync-in-scope"):
     names: Patterns = []
     device_categories: list[str] = []
     op_categories: list[str] = []
-    # Python frames (regexes) under which an event does not count: a library's own deliberate sync, such as
-    # the torch.cuda.synchronize() that torch.cuda.graph runs before capture begins.
+    # Python frames (regexes) under which an event does not count: a library's own deliberate sync. (torch's
+    # compiler and graph-capture machinery, torch.cuda.graph's synchronize on entry included, is set-up for
+    # every rule: ScopeIndex.in_machinery.)
     exclude_frames: Patterns = []
     # Where the scope's thread records stream captures (BeginCapture .. EndCapture), only syncs inside one
     # count: the rest of a capture function (warm-up runs, input preparation) is capture set-up. A scope on a

@@ -115,7 +115,7 @@ def _host_rows(rule, index: ScopeIndex) -> tuple[list[int], dict[int, list[str]]
     host = np.flatnonzero(np.isin(index.kind, ["op", "runtime"])).tolist()
     # A sync op that the trace shows to read a CPU value is neither a sync nor device work (kernlint.trace.syncs).
     unconfirmed = unconfirmed_sync_ops(index)
-    rows = [r for r in host if r not in outside and not unconfirmed[r] and flt(index, r) and not index.in_profiler(r)]
+    rows = [r for r in host if r not in outside and not unconfirmed[r] and flt(index, r) and not index.in_machinery(r)]
     if rule.spec.scope.is_named:
         rows = inside_any(index, named_scopes(index, rule), rows)
     every = list(rows)

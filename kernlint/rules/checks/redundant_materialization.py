@@ -24,8 +24,8 @@ from kernlint.rules.evidence import (
     evidence_problem,
     numel,
     op_args,
-    ops_by_thread,
     unit_of,
+    uses_by_thread,
 )
 from kernlint.rules.fields import Pattern
 from kernlint.rules.result import decided, not_applicable
@@ -85,7 +85,7 @@ def run(rule, table, index):
     c = rule.spec.check
     regex = compile_pattern(c.producers)
     args = op_args(table)
-    by_thread = ops_by_thread(index)
+    by_thread = uses_by_thread(index, args)
     findings, checked = [], 0
     for r in rows_matching(index, ("op",), c.producers).tolist():
         name = str(index.name[r])
