@@ -585,7 +585,12 @@ def _check_paths(traces, options: CheckOptions, notes=()) -> int:
             raise ConfigError(None, f"--path-map {bad[0]!r}: expected FROM=TO")
         # --path-map first, then the config's [path-map]: the first matching prefix wins
         pairs = [tuple(m.split("=", 1)) for m in options.extra.get("path_map", ())] + list(config.path_map.items())
-        result = with_mapped_sources(result, source_map(options.extra.get("source_root"), pairs))
+        mapping = source_map(options.extra.get("source_root"), pairs)
+        result = with_mapped_sources(result, mapping)
+        from kernlint.rules.statements import SourceStatements, with_statement_lines
+
+        # the def line -> the statement that issued the op, in the files the map resolved into the checkout
+        result = with_statement_lines(result, SourceStatements(mapping.root, only=lambda f: mapping.path(f) == f))
 
     for name, path in extra.items():   # the extra outputs first: the main one may be stdout
         _emit(renderers[name](result, RenderContext(verbosity=options.verbosity)), path)

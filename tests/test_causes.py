@@ -25,7 +25,7 @@ GRAPHS = FIXTURES / "traces" / "gpu-graphs"
 # 64 KL001 findings, every one at the same line.
 PLACEHOLDER = [GRAPHS / "graph-new-ones-in-window.pt.trace.json.gz",
                GRAPHS / "graph-new-ones-two-stream.pt.trace.json.gz"]
-LINE = "fixtures/regressed/fp8_linear_new_ones.py:17"
+LINE = "fixtures/regressed/fp8_linear_new_ones.py:18"   # the `return x.new_ones(1)` of the def at 17
 AUDIT = FIXTURES / "traces" / "gpu-audit"
 DUMMY_INIT_OLD = FIXTURES / "traces" / "gpu" / "dummy_init_old.pt.trace.json.gz"
 NO_STACKS_STEPS = FIXTURES / "traces" / "gpu-decode" / "decode-pageable-upload-steps.pt.trace.json.gz"
@@ -44,10 +44,12 @@ def cli(*args):
 def placeholder() -> CheckResult:
     """The 64 findings, checked once (with the events, for the HTML report)."""
     from kernlint.report.sources import source_map, with_mapped_sources
+    from kernlint.rules.statements import SourceStatements, with_statement_lines
 
     rules = [r for r in load_rules() if not r.needs_baseline]
     result = run_check(CheckRequest(rules=rules, paths=[p.relative_to(REPO) for p in PLACEHOLDER], keep_tables=True))
-    return with_mapped_sources(result, source_map(REPO))   # as the CLI does: the recorded line in the checkout
+    # as the CLI does: the recorded file in the checkout, at the statement that issued the op
+    return with_statement_lines(with_mapped_sources(result, source_map(REPO)), SourceStatements(REPO))
 
 
 def text_of(renderable) -> str:
@@ -68,7 +70,7 @@ def test_github_gives_one_annotation_per_line_and_rule(placeholder):
     lines = renderer("github")(placeholder).splitlines()
     assert len(lines) <= 2   # GitHub shows 10 annotations a step; today's main gave 64
     (line,) = lines
-    assert line.startswith("::error file=fixtures/regressed/fp8_linear_new_ones.py,line=17,title=KL001 ")
+    assert line.startswith("::error file=fixtures/regressed/fp8_linear_new_ones.py,line=18,title=KL001 ")
     assert "64 instances: 8 scopes (module Fp8BlockLinearNewOnes_0" in line and "2 traces" in line
 
 
@@ -80,7 +82,7 @@ def test_the_cli_exit_code_is_decided_on_the_findings():
 def test_sarif_has_one_result_per_cause_with_its_instances(placeholder):
     log = json.loads(renderer("sarif")(placeholder))
     (result,) = log["runs"][0]["results"]
-    assert result["ruleId"] == "KL001" and result["locations"][0]["physicalLocation"]["region"]["startLine"] == 17
+    assert result["ruleId"] == "KL001" and result["locations"][0]["physicalLocation"]["region"]["startLine"] == 18
     props = result["properties"]
     assert props["instances"] == 64 and len(props["scopes"]) == 8 and len(props["traces"]) == 2
     assert "graph replay 1" in props["steps"]

@@ -47,7 +47,7 @@ def test_one_run_writes_text_sarif_and_junit_and_concise_starts_with_the_locatio
                      "--junit-output", str(tmp_path / "k.xml"), "--text-output", str(tmp_path / "k.txt"))
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("fixtures/regressed/fp8_linear_new_ones.py:17: KL001 [error] ")
+    assert lines[0].startswith("fixtures/regressed/fp8_linear_new_ones.py:18: KL001 [error] ")
     assert lines[-1] == "Found 2 finding(s) in 1 trace(s)."
     assert json.loads((tmp_path / "k.sarif").read_text())["runs"][0]["results"]
     assert "<testsuites" in (tmp_path / "k.xml").read_text()
@@ -62,9 +62,9 @@ def test_a_trace_recorded_elsewhere_maps_through_path_map(tmp_path):
     moved = tmp_path / "moved.pt.trace.json"
     moved.write_text(json.dumps(data))
     plain = _kernlint("check", str(moved), "--format", "concise")
-    assert plain.stdout.startswith("fixtures/regressed/fp8_linear_new_ones.py:17:")   # by suffix
+    assert plain.stdout.startswith("fixtures/regressed/fp8_linear_new_ones.py:18:")   # by suffix; the statement line
     mapped = _kernlint("check", str(moved), "--format", "concise", "--path-map", "/workspace/other/=fixtures/")
-    assert mapped.stdout.startswith("fixtures/regressed/fp8_linear_new_ones.py:17:")
+    assert mapped.stdout.startswith("fixtures/regressed/fp8_linear_new_ones.py:18:")
     bad = _kernlint("check", str(moved), "--path-map", "nothing")
     assert bad.returncode == 2 and "--path-map 'nothing': expected FROM=TO" in bad.stderr
 

@@ -62,12 +62,15 @@ def test_json_schema(traces, tmp_path):
         assert key in finding
     assert finding["rule"] == "KL001" and finding["anchor"] == "scale_1x128"
     # the trace was recorded with Python stacks, so the fill's source is known: the program's method that
-    # called new_ones, as the profiler names a Python frame (its file and the function's first line)
+    # called new_ones, as the profiler names a Python frame (its file and the function's first line), refined by
+    # the CLI to the method's statement that calls new_ones (the line after its def)
     assert python_frames(traces["placeholder_new_ones"]), "the capture recorded no Python stack"
     from conftest import load_program
 
     placeholder = load_program("placeholder_new_ones").Fp8BlockLinearNewOnes._placeholder_scale.__code__
-    assert finding["source"].endswith(f"regressed/fp8_linear_new_ones.py:{placeholder.co_firstlineno}")
+    assert finding["source"].endswith(f"regressed/fp8_linear_new_ones.py:{placeholder.co_firstlineno + 1}")
+    assert finding["details"]["source_line"] == "statement"
+    assert finding["details"]["def_line"] == placeholder.co_firstlineno
     assert finding["function"] == placeholder.co_name == "_placeholder_scale"
     # no dummy init, a single rank: not applicable; the rule that found the fill is not among them
     not_applicable = set(data["rules_not_applicable"])

@@ -225,8 +225,9 @@ def test_check_reports_the_graphs_block_and_attributes_with_capture(tmp_path):
                                "aligned_replays": 0, "low_share_replays": 0, "methods": {"exact": 3},
                                "per_replay": per_replay}
     assert len(report["findings"]) == 24
-    # the recorded regressed/... mapped to the repository's file (the CLI maps sources into the checkout)
-    assert {f["source"] for f in report["findings"]} == {"fixtures/regressed/fp8_linear_new_ones.py:17"}
+    # the recorded regressed/... mapped to the repository's file (the CLI maps sources into the checkout), at the
+    # statement that issued the op (the def of _placeholder_scale is line 17)
+    assert {f["source"] for f in report["findings"]} == {"fixtures/regressed/fp8_linear_new_ones.py:18"}
     assert Counter(f["message"].rsplit("(graph replay ", 1)[1][0] for f in report["findings"]) == \
         {"1": 8, "2": 8, "3": 8}
     # Alone, the replay trace warns that nothing was attributed; the text says it in one line.
@@ -335,7 +336,8 @@ def test_replay_findings_say_which_replay_and_capture(tmp_path):
     # The capture trace is checked on its own outside its captures: its two eager warm-ups (batch 16 and 8),
     # not the captured launches again (those are the replays' findings).
     warm_ups = [f for f in findings if f["trace"].endswith("capture.pt.trace.json.gz")]
-    assert len(warm_ups) == 16 and not any(f["details"] for f in warm_ups)
+    assert len(warm_ups) == 16   # no replay's details (the CLI's source refinement adds only `source_line`)
+    assert not any(set(f["details"] or {}) - {"source_line", "def_line"} for f in warm_ups)
     alone = tmp_path / "alone.json"
     _cli("check", _graph("new-ones-replay"), "--select", "KL001", "--format", "json", "-o", alone, "--isolated")
     details = [f["details"] for f in json.loads(alone.read_text())["findings"]]

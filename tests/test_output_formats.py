@@ -61,7 +61,7 @@ def test_github_output_of_a_real_regressed_trace_points_at_the_line():
     result = run("check", REGRESSED, "--format", "github")
     assert result.exit_code == 1
     (line,) = result.output.splitlines()
-    assert line.startswith("::error file=fixtures/regressed/fp8_linear_new_ones.py,line=17,title=KL001 ")
+    assert line.startswith("::error file=fixtures/regressed/fp8_linear_new_ones.py,line=18,title=KL001 ")
 
 
 def test_markdown_summary_escapes_table_and_markup_characters():

@@ -34,7 +34,7 @@ NO_STACKS = "fixtures/external/hta__trace_filter_2rank"                  # HTA's
 # The cross-rank sync rule alone: the zoo rules find more on this trace (syncs in hot scopes), not needed here.
 ONLY_KL004 = ("--select", "KL004")
 # The recorded path (regressed/...: relative to the sys.path entry) mapped to the repository's file.
-LAUNCH_FILE, LAUNCH_LINE = "fixtures/regressed/fp8_linear_new_ones.py", 17
+LAUNCH_FILE, LAUNCH_LINE = "fixtures/regressed/fp8_linear_new_ones.py", 18   # `return x.new_ones(1)` (def: 17)
 
 # Control characters (C0 with newline, DEL, C1), line separators, bidi controls, lone surrogates.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")

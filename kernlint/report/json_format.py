@@ -18,6 +18,8 @@
       "source": "linear.py:88" | null, "function": "forward" | null, "anchor": "scale_1x128_kernel" | null,
       "ts": 123.4,
       "details": {"step": "ProfilerStep#3", "graph_replay": 2, ...} | null,   # where in the run, evidence
+             # and, where the CLI refined the source (kernlint.rules.statements): "source_line": "statement"
+             # (the statement that issued the op; "def_line": the function's) or "function" (its def line)
       "cause": 0,                     # its cause: an index into "causes"
       "fingerprint": "KL001|..."}],    # kernlint.rules.fingerprint: the same in another recording of the code
   "causes": [{                        # one per rule, source line and event kind (kernlint.rules.causes)

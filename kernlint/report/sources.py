@@ -6,8 +6,10 @@ the repository has `fixtures/regressed/x.py`), or as an absolute path of the mac
 (`/workspace/vllm/vllm/model_executor/...`). A recorded path becomes a path of the source root by:
 1. the `[path-map]` prefixes (config) or `--path-map FROM=TO`, first match: traces recorded elsewhere;
 2. the path itself, when it is a file under the root;
-3. the longest suffix of its components that exactly one file of the root ends with (the root's git-tracked
-   files, or its files when it is not a git checkout).
+3. the longest suffix of its components that exactly one file of the root ends with: the root's git-tracked
+   files, or, only under an explicit `--source-root` that is not a git checkout, its files (a working
+   directory that is no checkout, a site-packages, is not searched: a harness's `profile.py` is not
+   kernlint's own).
 A path none of these resolve is left as recorded.
 """
 from __future__ import annotations
@@ -22,8 +24,8 @@ from pathlib import Path, PurePosixPath
 _MAX_FILES = 200_000   # a root with more files is not walked further (tracked files are listed by git)
 
 
-def _repo_files(root: Path) -> list[str]:
-    """The root's files, relative and /-separated: git's tracked files, else a bounded walk."""
+def _repo_files(root: Path) -> tuple[list[str], bool]:
+    """The root's files, relative and /-separated: git's tracked files (and True), else a bounded walk."""
     try:
         done = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--full-name", "."], capture_output=True,
                               timeout=20, check=False)
@@ -33,7 +35,7 @@ def _repo_files(root: Path) -> list[str]:
         done = None
     if done is not None and done.returncode == 0:
         names = [n for n in done.stdout.decode("utf-8", "replace").split("\0") if n]
-        return [n[len(prefix):] if prefix and n.startswith(prefix) else n for n in names]
+        return [n[len(prefix):] if prefix and n.startswith(prefix) else n for n in names], True
     found: list[str] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules")]
@@ -41,7 +43,7 @@ def _repo_files(root: Path) -> list[str]:
         found += [(rel / f).as_posix() for f in files if f.endswith(".py")]
         if len(found) > _MAX_FILES:
             break
-    return found
+    return found, False
 
 
 @dataclass
@@ -49,6 +51,7 @@ class SourceMap:
     root: Path
     prefixes: list[tuple[str, str]] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    by_suffix: bool = True   # rule 3: git-tracked files, or an explicit root's
     _by_name: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _known: set[str] = field(default_factory=set, repr=False)
     _cache: dict[str, str | None] = field(default_factory=dict, repr=False)
@@ -79,7 +82,7 @@ class SourceMap:
                 return rel
         except (ValueError, OSError):
             pass
-        parts = PurePosixPath(text).parts
+        parts = PurePosixPath(text).parts if self.by_suffix else ()
         matches = self._by_name.get(parts[-1], []) if parts else []
         for k in range(len(parts), 0, -1):   # the longest suffix one file ends with
             tail = "/".join(parts[-k:]).lstrip("/")
@@ -104,6 +107,7 @@ class SourceMap:
 def source_map(root: Path | None = None, path_map: Mapping[str, str] | Iterable[tuple[str, str]] = ()
                ) -> SourceMap:
     """The map for `root` (default: the git checkout around the working directory, else the directory)."""
+    explicit = root is not None
     if root is None:
         try:
             top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
@@ -112,7 +116,8 @@ def source_map(root: Path | None = None, path_map: Mapping[str, str] | Iterable[
         except (OSError, subprocess.SubprocessError):
             root = Path.cwd()
     pairs = list(path_map.items()) if isinstance(path_map, Mapping) else list(path_map)
-    return SourceMap(root=Path(root), prefixes=pairs, files=_repo_files(Path(root)))
+    files, tracked = _repo_files(Path(root))
+    return SourceMap(root=Path(root), prefixes=pairs, files=files, by_suffix=tracked or explicit)
 
 
 def with_mapped_sources(result, mapping: SourceMap):

@@ -18,7 +18,8 @@ with, in the scope, event, top op and anchor:
   argument `0x10` stays);
 - a Python frame's path (`frame /tmp/x/model.py(12): forward`) reduced to its file name;
 
-and the source (`file.py:LINE`) reduced to its file name and line. Module classes and instances
+and the source (`file.py:LINE`, at its function's `def` line where it was refined to a statement) reduced to
+its file name and line. Module classes and instances
 (`Linear_0`, `model.layers.3.mlp`), template arguments, shapes, dtypes and line numbers stay: they are the
 code. Times, trace paths and ranks are not in it.
 
@@ -110,7 +111,17 @@ def fingerprint(finding) -> str:
     the same code (other processes, steps, profiling cycles, machines)."""
     return "|".join([finding.rule, normalized_scope(finding.scope), normalized_name(finding.event),
                      normalized_name(finding.top_op), normalized_name(finding.anchor),
-                     normalized_source(finding.source)])
+                     normalized_source(_function_source(finding))])
+
+
+def _function_source(finding) -> str | None:
+    """The finding's source at its function's `def` line: a source refined to the statement line
+    (kernlint.rules.statements) keeps the fingerprint it had before, whether or not its file was found."""
+    details = getattr(finding, "details", None)
+    line = details.get("def_line") if isinstance(details, dict) else None
+    if isinstance(line, int) and not isinstance(line, bool) and finding.source and ":" in finding.source:
+        return f"{finding.source.rpartition(':')[0]}:{line}"
+    return finding.source
 
 
 def legacy_fingerprint(finding) -> str:

@@ -2,11 +2,12 @@
 
 Real traces judged finding by finding (issue 24) show four kinds, each a true event in a hot scope that a
 change to the model would not remove:
-- `step edge`: a bare device synchronize (`torch.cuda.synchronize()` records no op) with no kernel launched
-  between a step's start and it, or between it and the step's end (a step: a range or frame the rule names in
-  `steps`): a benchmark harness timing the step;
-- `result readback`: a device-to-host copy after the last kernel of the thread's last instance, at an op and
-  line no earlier instance synced at: the program reading its result once;
+- `step edge`: a bare device synchronize (`torch.cuda.synchronize()` records no op) directly in a step (a range
+  or frame the rule names in `steps`; not inside a layer or range within it) with no kernel launched between
+  the step's start and it, or between it and the step's end: a benchmark harness timing the step;
+- `result readback`: a device-to-host copy after the last kernel and the last working op of the thread's last
+  instance, at an op and line no earlier instance synced at, that blocks the host at most
+  READBACK_MAX_BLOCKED_US (100 us) in its copy and synchronize calls: the program reading its result once;
 - `warm-up`: a sync under an op (by name and Python line) in the first instance only, while later instances
   run the same op at the same line without it: first-call autotuning (cudnn.benchmark), lazy init;
 - `data loading`: an event under the DataLoader's range (`@data-loader-range`): collate building CPU
@@ -32,6 +33,9 @@ WARM_UP = "warm-up"
 DATA_LOADING = "data loading"
 REPLAY_PROLOGUE = "graph replay prologue"
 CONTEXT_SEVERITY = "info"
+# A readback is context only when it costs little: the host blocked at most this long in its copy and
+# synchronize calls (a .cpu() of a small result; torchrec's in-step KJTListAwaitable.wait blocks 777 us).
+READBACK_MAX_BLOCKED_US = 100.0
 
 
 def replay_prologue_context(index, *rows: int) -> str | None:
@@ -84,6 +88,33 @@ def _reads_back(index, scope, owner: int) -> bool:
     return bool(len(rows)) and bool(np.any(np.char.startswith(index.category[rows].astype(str), "memcpy_dtoh")))
 
 
+def _nested_in_step(index, scope, row: int) -> bool:
+    """Whether a range or module inside the step instance (not the step itself) encloses the row."""
+    for column in (index.annotation, index.module):
+        a = int(column[row])
+        while a >= 0:
+            if a != scope.row and scope.ts <= index.ts[a] and index.end[a] <= scope.end:
+                return True
+            a = int(column[a]) if column is index.annotation else -1
+    return False
+
+
+def _work_after(index, scope, owner: int) -> bool:
+    """Whether the scope's thread runs an op that does work after the owner ends, inside the instance."""
+    ops = index.rows_of(("op",))
+    ops = ops[(index.thread[ops] == scope.thread) & (index.ts[ops] >= index.end[owner]) & (index.ts[ops] < scope.end)]
+    return bool(len(ops)) and bool(np.any(index.does_work[ops].astype(bool)))
+
+
+def _host_blocked(index, scope, owner: int) -> float:
+    """Microseconds the host spent in the synchronizing and copy calls under the op."""
+    calls = index.rows_of(("runtime",))
+    calls = calls[(index.thread[calls] == scope.thread) & (index.ts[calls] >= index.ts[owner])
+                  & (index.ts[calls] < index.end[owner])]
+    calls = calls[np.isin(index.category[calls], ["sync", "memcpy_call"])]
+    return float((index.end[calls] - index.ts[calls]).sum()) if len(calls) else 0.0
+
+
 def _op_key(index, op: int) -> tuple[str, str]:
     source = index.source[op]
     return str(index.name[op]), source if isinstance(source, str) else ""
@@ -124,15 +155,20 @@ def sync_contexts(index, scopes, rows_by_scope: dict[int, list[int]], steps: lis
                 continue
             ts, end = float(index.ts[r]), float(index.end[r])
             if index.kind[r] == "runtime" and int(index.parent_op[r]) < 0:
+                # A step's edge only: the instance is a step, the call is not inside a layer or range within
+                # it, and no kernel runs between the step's start and it or between it and the step's end.
                 is_step = scope.kind in ("annotation", "frame") and any(rx.search(scope.name) for rx in step_regexes)
-                if is_step and not _kernels_launched(index, scope, scope.ts, ts) or \
-                        not _kernels_launched(index, scope, end, scope.end):
+                if is_step and not _nested_in_step(index, scope, r) and (
+                        not _kernels_launched(index, scope, scope.ts, ts)
+                        or not _kernels_launched(index, scope, end, scope.end)):
                     contexts[r] = STEP_EDGE
                 continue
             owner = _owner(index, scope, r)
             if owner >= 0 and i == last[scope.thread] and len(by_thread[scope.thread]) > 1 \
                     and not _kernels_launched(index, scope, float(index.end[owner]), scope.end) \
+                    and not _work_after(index, scope, owner) \
                     and _reads_back(index, scope, owner) \
+                    and _host_blocked(index, scope, owner) <= READBACK_MAX_BLOCKED_US \
                     and _op_key(index, owner) not in earlier[scope.thread]:
                 contexts[r] = RESULT_READBACK
     # Warm-up: a sync in the thread's first instance at an op and line that later instances run sync-free.

@@ -9,7 +9,9 @@
 - `[per-source-ignores]` in the config, like ruff's `per-file-ignores`: a glob of the finding's source path ->
   rule ids (or ALL);
 - an inline `# kernlint: ignore[KL401]` comment (several ids comma-separated; none: every rule) on the source
-  line a finding names, read from the working tree when the file is there; text after it is the reason.
+  line a finding names (its function's `def` line, as recorded) or on the statement of that function that
+  issued the op (kernlint.rules.statements: the line the report names), read from the working tree when the
+  file is there; text after it is the reason.
 
 A suppressed finding leaves its rule's verdict: a rule whose every failing finding is suppressed passes. What
 was suppressed, and how, is returned with the reports, so every output can say so.
@@ -29,6 +31,7 @@ from kernlint.errors import ConfigError
 from kernlint.rules.fingerprint import FINGERPRINT_SCHEME, fingerprint_of
 from kernlint.rules.result import STATUS_FAILED, STATUS_PASSED, Finding, RuleOutcome, TraceReport
 from kernlint.rules.severity import SEVERITY_ORDER
+from kernlint.rules.statements import SourceStatements
 
 SUPPRESSIONS_FILE = "kernlint-suppressions.json"
 SUPPRESSIONS_VERSION = 2
@@ -132,6 +135,16 @@ class _InlineComments:
     def __init__(self, root: Path):
         self.root = root
         self._lines: dict[str, list[str] | None] = {}
+        self._statements = SourceStatements(root)
+
+    def of(self, finding: Finding) -> tuple[set[str] | None, str] | None:
+        """The comment on the finding's source line, else on the statement of its function that issued the op
+        (kernlint.rules.statements: what the report names once the source is refined)."""
+        found = self.at(finding.source)
+        if found is not None or not finding.source:
+            return found
+        line = self._statements.line_of(finding.source, (finding.top_op, finding.launch_op), finding.function)
+        return None if line is None else self.at(f"{finding.source.rpartition(':')[0]}:{line}")
 
     def at(self, source: str | None) -> tuple[set[str] | None, str] | None:
         """(the ids the comment names, None for every rule; its reason) on the line `source` (file:line)."""
@@ -228,7 +241,7 @@ def apply_suppressions(reports: Sequence[TraceReport], rules: Sequence, *, file:
 def _suppression_of(f: Finding, budget: Counter, key: Callable[[Finding], str], per_source, comments
                     ) -> tuple[str, str | None] | None:
     if comments is not None:
-        found = comments.at(f.source)
+        found = comments.of(f)
         if found is not None:
             named, reason = found
             if named is None or f.rule.upper() in named or f.name.upper() in named:

@@ -613,6 +613,36 @@ RECORDING_COUNTERS: tuple[tuple[str, str], ...] = (
 )
 
 
+# The Python names an op is called by where they differ from its own name without the namespace (`aten::new_ones`
+# is `x.new_ones(...)` or `torch.new_ones(...)`: no entry needed). A finding's source line is refined to the one
+# statement of its function that calls one of these names (kernlint.rules.statements): an alias should name only
+# calls that issue the op (one that is too wide mostly leaves the `def` line, two statements matching).
+PYTHON_CALL_NAMES: dict[str, tuple[str, ...]] = {
+    "aten::to": ("to", "cuda", "cpu", "float", "half", "bfloat16", "double", "int", "long", "type"),
+    "aten::_to_copy": ("to", "cuda", "cpu", "float", "half", "bfloat16", "double", "int", "long", "type"),
+    "aten::_local_scalar_dense": ("item", "tolist"),
+    "aten::is_nonzero": ("bool",),   # `if t:` calls nothing by name: the def line stays
+    "aten::lift_fresh": ("tensor", "as_tensor"),
+    "aten::_unique2": ("unique",),
+    "aten::mm": ("mm", "matmul"),
+    "aten::bmm": ("bmm", "matmul"),
+    "aten::empty_strided": ("empty_strided", "empty_like", "new_empty_strided"),
+    "aten::zero_": ("zero_", "zeros_"),
+    "aten::fill_": ("fill_", "ones_", "constant_"),
+}
+
+
+def python_call_names(op: str | None) -> tuple[str, ...]:
+    """The Python names that call the op (`aten::new_ones` -> `new_ones`; aliases from PYTHON_CALL_NAMES); none
+    for a name without a namespace (a range, a module) or that is not an identifier."""
+    if not op or "::" not in op:
+        return ()
+    if op in PYTHON_CALL_NAMES:
+        return PYTHON_CALL_NAMES[op]
+    base = op.rpartition("::")[2].partition(".")[0]   # an overload (`add.Tensor`) is not part of the name
+    return (base,) if base.isidentifier() else ()
+
+
 def named_pattern(name: str) -> str:
     """The regex of a named pattern; KeyError naming the known ones for an unknown name."""
     try:

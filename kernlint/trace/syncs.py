@@ -3,8 +3,10 @@
 `aten::item` / `_local_scalar_dense` (and the ops that call them) stall the host only when the value is on a
 device. The trace says so in two ways:
 - where it records a device runtime (CUDA, HIP, or another device's runtime category), by what runs under the
-  op: a synchronize or a device copy (runtime categories `sync`, `memcpy_call`). An item with none under it
-  read a CPU tensor: the value lifted by `x[mask] = 0.5`, a 0-dim scalar argument, MTIA host code;
+  op: a synchronize or a device copy (runtime categories `sync`, `memcpy_call`), or a device-to-host copy on the
+  device launched while it ran (an MTIA `aten::equal` waits on two DMAs whose runtime calls no table names).
+  An item with none under it read a CPU tensor: the value lifted by `x[mask] = 0.5`, a 0-dim scalar argument,
+  MTIA host code;
 - where it records none (a CPU-only run, or a run recorded with CPU activity only), it cannot; the op counts,
   unless it is a scalar read (`@scalar-read-op`) under an op that is not itself a sync: `aten::mul` given a
   0-dim tensor argument reads that CPU scalar on any device.
@@ -29,6 +31,13 @@ def records_device_runtime(index: ScopeIndex) -> bool:
     return len(index.rows_of(("runtime",))) > 0
 
 
+def _copies_to_host(index: ScopeIndex, op: int) -> bool:
+    """Whether a device-to-host copy was launched while the op ran (by a runtime call the names table does not
+    know as a copy: MTIA's DMAs under `aten::equal`)."""
+    rows = index.device_events_between(index.thread[op], float(index.ts[op]), float(index.end[op]))
+    return bool(len(rows)) and bool(np.any(np.char.startswith(index.category[rows].astype(str), "memcpy_dtoh")))
+
+
 def unconfirmed_sync_ops(index: ScopeIndex) -> np.ndarray:
     """A mask over the table's rows: the sync ops that the trace shows not to be device syncs."""
     found = index.memo.get("unconfirmed-sync-ops")
@@ -49,10 +58,10 @@ def unconfirmed_sync_ops(index: ScopeIndex) -> np.ndarray:
             for r in candidates.tolist():
                 starts = by_thread.get(index.thread[r])
                 if starts is None:
-                    mask[r] = True
+                    mask[r] = not _copies_to_host(index, r)
                     continue
                 i = int(np.searchsorted(starts, index.ts[r], "left"))
-                mask[r] = not (i < len(starts) and starts[i] < index.end[r])
+                mask[r] = not (i < len(starts) and starts[i] < index.end[r]) and not _copies_to_host(index, r)
         else:
             scalar_read = compile_pattern(names.named_pattern("scalar-read-op"))
             for r in candidates.tolist():

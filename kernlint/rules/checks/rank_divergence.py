@@ -13,7 +13,9 @@ Under the same host op, ranks may legitimately launch different device work: a l
 path for another size, a fill of an empty tensor launches nothing. Such differences are info findings.
 Ranks whose outermost streams differ while the multisets of every matching event (nested ones included) agree
 step by step issued the same events, nested differently (zero-duration ops at one timestamp): not compared
-further, and noted.
+further, and noted. The same holds per op and place: a key (name, launch site) whose outermost counts differ
+while all its instances, nested ones included, agree step by step is not a difference (noted); the other keys
+are still compared.
 Device work whose launch falls outside the profiling window (kernlint.trace.window) is left out of every
 comparison and counted in the report.
 
@@ -248,6 +250,7 @@ def run_group(rule, group) -> RuleOutcome:
     findings: list[Finding] = []
     heterogeneous: list[str] = []
     nested: list[str] = []
+    ops = {k for s in streams for k, site in zip(s.keys, s.sites) if site[1] == "op"}
     for i, (stream, c) in enumerate(zip(streams, counts)):
         if i == ref:
             continue
@@ -257,8 +260,18 @@ def run_group(rule, group) -> RuleOutcome:
                           "differently (ops of zero duration at one timestamp)")
             findings.extend(_device_differences(rule, stream, ref_stream, scope))
             continue
-        more = [k for k in everything if c[k] > counts[ref][k]]
-        fewer = [k for k in everything if c[k] < counts[ref][k]]
+        # Per op and place: a key whose outermost count differs while every instance of it (nested ones
+        # included) agrees step by step is the same op at the same line, nested differently.
+        mine, theirs = _places(stream), _places(ref_stream)
+        # Ops only: a runtime call counts once per enclosing op, so its nesting is what it ran under (an
+        # item's copy, a .cpu()'s), not a tie of timestamps.
+        renested = {k for k in everything if c[k] != counts[ref][k] and k in ops and mine.get(k)
+                    and mine.get(k) == theirs.get(k)}
+        if renested:
+            nested.append(f"rank {rank} issues the same {', '.join(sorted(_label(k) for k in renested))} as rank "
+                          f"{ref_rank} step by step, nested differently (ops of zero duration at one timestamp)")
+        more = [k for k in everything if c[k] > counts[ref][k] and k not in renested]
+        fewer = [k for k in everything if c[k] < counts[ref][k] and k not in renested]
         if more and fewer and not rule.spec.check.compare_different_programs:
             # Not one stray op but another program: more of some ops and fewer of others (embedding tables
             # sharded unevenly, data-dependent control flow). Comparing such ranks op by op says nothing.
@@ -269,7 +282,7 @@ def run_group(rule, group) -> RuleOutcome:
             extra = _extra_rows(ref_stream.keys, stream.keys)
             for key in everything:
                 delta = c[key] - counts[ref][key]
-                if delta == 0:
+                if delta == 0 or key in renested:
                     continue
                 message = (f"rank {rank} issues {abs(delta)} {'more' if delta > 0 else 'fewer'} {_label(key)} "
                            f"than rank {ref_rank} ({c[key]} against {counts[ref][key]})")
@@ -303,6 +316,14 @@ def run_group(rule, group) -> RuleOutcome:
     notes = (["not compared, running different host programs: " + "; ".join(heterogeneous)] if heterogeneous
              else []) + nested
     return decided(rule, findings, "host", len(streams), "; ".join(notes) or None)
+
+
+def _places(stream: RankStream) -> dict[tuple[str, str], Counter]:
+    """(name, launch site) -> its instances per step, nested ones included (from the stream's multiset)."""
+    found: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for (name, site, step), n in stream.multiset.items():
+        found[(name, site)][step] += n
+    return found
 
 
 def _device_differences(rule, stream: RankStream, ref: RankStream, scope) -> list[Finding]:
