@@ -141,7 +141,7 @@ def test_markdown_has_one_row_per_cause(placeholder):
 def test_statistics_count_causes_and_findings():
     result = cli("check", "--statistics", *PLACEHOLDER, "--isolated")
     lines = result.output.splitlines()
-    assert re.match(r"^causes\s+findings\s+rule\s+name\s+device time\s+bytes$", lines[0]), lines
+    assert re.match(r"^causes\s+findings\s+rule\s+name\s+device time\s+bytes\s+cost$", lines[0]), lines
     assert re.match(r"^\s*1\s+64\s+KL001\s+fill-before-block-quant\s", lines[1]), lines
     data = json.loads(cli("check", "--statistics", "--format", "json", *PLACEHOLDER, "--isolated").output)
     (row,) = data["statistics"]

@@ -194,12 +194,13 @@ def test_statistics_through_the_cli():
     result = invoke("check", "--statistics", REGRESSED)
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert re.match(r"^causes\s+findings\s+rule\s+name\s+device time\s+bytes$", lines[0]), lines
-    assert re.match(r"^\s*1\s+1\s+KL001\s+fill-before-block-quant\s+0\.7 µs\s+-$", lines[1]), lines
+    assert re.match(r"^causes\s+findings\s+rule\s+name\s+device time\s+bytes\s+cost$", lines[0]), lines
+    assert re.match(r"^\s*1\s+1\s+KL001\s+fill-before-block-quant\s+0\.7 µs\s+-\s+0\.7 µs$", lines[1]), lines
     assert lines[-1].startswith("Found 1 finding(s)") and "scope:" not in result.stdout
     data = json.loads(invoke("check", "--statistics", "--format", "json", REGRESSED).stdout)
     assert data["statistics"] == [{"rule": "KL001", "name": "fill-before-block-quant", "count": 1,
-                                   "device_us": pytest.approx(0.704), "bytes": None, "causes": 1}]
+                                   "device_us": pytest.approx(0.704), "bytes": None, "causes": 1,
+                                   "cost_us": pytest.approx(0.704)}]
     assert data["findings"] == 1 and data["causes"] == 1
     assert data["exit_code"] == 1 and data["rules_incomplete"] == []
     result = invoke("check", "--statistics", "--format", "github", REGRESSED)

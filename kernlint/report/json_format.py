@@ -17,6 +17,13 @@
       "event_category": "fill", "launch_op": "aten::fill_", "top_op": "aten::new_ones",
       "source": "linear.py:88" | null, "function": "forward" | null, "anchor": "scale_1x128_kernel" | null,
       "ts": 123.4,
+      "device_us": 0.8 | null, "bytes": null,   # device time of the offending launches; bytes they allocated
+      "cost": {"us": 34.7 | null,     # what it costs, measured from the trace (kernlint.rules.cost), on
+               "basis": "host blocked + device idle",   # "copy + host blocked", "device time", "host time",
+                                      # "per run" (a baseline change), "allocation" (us null: see bytes)
+               "share": 0.013 | null,  # us over what "of" names: "the step" (ProfilerStep#N), "the graph
+               "of": "the step" | null,   # replay", "the scope" (the rule's instance), "the profiled window"
+               "reason": null | "..."},   # why share (or us) is null
       "details": {"step": "ProfilerStep#3", "graph_replay": 2, ...} | null,   # where in the run, evidence
              # and, where the CLI refined the source (kernlint.rules.statements): "source_line": "statement"
              # (the statement that issued the op; "def_line": the function's) or "function" (its def line)
@@ -29,9 +36,11 @@
       "message": "...", "source": "linear.py:88" | null, "event": "...", "event_kind": "kernel",
       "count": 64, "scopes": ["module Linear_0", ...], "steps": ["ProfilerStep#1", "graph replay 2", ...],
       "ranks": [0, 1], "traces": ["..."], "device_us": 51.1 | null, "bytes": null,   # summed over instances
+      "cost": {"us": 190.3, "basis": "...", "share": 0.028 | null, ...} | null,   # the instances' costs summed;
+                                      # share: their mean share (each of its own step)
       "context": null, "representative": 12,   # the worst instance: an index into "findings"
       "instances": [{"finding": 0, "trace": "...", "rank": null, "scope": "...", "step": "..." | null,
-                     "ts": 123.4, "device_us": 0.8, "bytes": null}, ...]}],
+                     "ts": 123.4, "device_us": 0.8, "bytes": null, "cost": {...} | null}, ...]}],
   "rules_passed": ["KL002"],
   "rules_incomplete": ["KL004"],           # ids not failed anywhere but not fully checked somewhere
   "rules_not_applicable": ["KL003"],        # ids that applied to none of the traces
@@ -88,6 +97,10 @@ def _finding(f) -> dict:
     return item
 
 
+def _cost(cost) -> dict | None:
+    return None if cost is None else dataclasses.asdict(cost)
+
+
 def _suppressed(result: CheckResult) -> dict:
     from kernlint.rules.suppressions import suppression_counts
 
@@ -109,11 +122,13 @@ def _causes(causes, position: dict[int, int]) -> list[dict]:
         for f in cause.findings:
             c = clean_finding(f)
             instances.append({"finding": position[id(f)], "trace": c.trace, "rank": c.rank, "scope": c.scope,
-                              "step": instance_step(c), "ts": c.ts, "device_us": c.device_us, "bytes": c.bytes})
+                              "step": instance_step(c), "ts": c.ts, "device_us": c.device_us, "bytes": c.bytes,
+                              "cost": _cost(c.cost)})
         out.append({"rule": r.rule, "name": r.name, "severity": r.severity, "key": key, "message": r.message,
                     "source": r.source, "event": r.event, "event_kind": r.event_kind, "count": cause.count,
                     "scopes": cause.scopes, "steps": cause.steps, "ranks": cause.ranks, "traces": cause.traces,
-                    "device_us": cause.device_us, "bytes": cause.bytes, "context": cause.context,
+                    "device_us": cause.device_us, "bytes": cause.bytes, "cost": _cost(cause.cost),
+                    "context": cause.context,
                     "representative": position[id(cause.representative)], "instances": instances})
     return out
 

@@ -190,13 +190,22 @@ def _location(f) -> dict:
     return location
 
 
+def _cost_properties(cost) -> dict:
+    if cost is None:
+        return {}
+    return {"cost_us": finite_number(cost.us), "cost_share": finite_number(cost.share), "cost_basis": cost.basis,
+            "cost_share_of": cost.of}
+
+
 def _properties(f) -> dict:
     values = {"traceFile": f.trace, "rank": f.rank, "event": f.event, "eventKind": f.event_kind,
               "eventCategory": f.event_category, "launchOp": f.launch_op, "topOp": f.top_op, "anchor": f.anchor,
               "source": f.source, "function": f.function, "deviceTimeUs": finite_number(f.device_us),
               "bytes": _whole(f.bytes), "timestampUs": finite_number(f.ts), "details": getattr(f, "details", None),
               # Why a right finding is info (a step edge, warm-up), and which findings share one event.
-              "context": getattr(f, "context", None), "group": getattr(f, "group", None)}
+              "context": getattr(f, "context", None), "group": getattr(f, "group", None),
+              # The measured cost (kernlint.rules.cost): µs on its basis, and its share of the step.
+              **_cost_properties(getattr(f, "cost", None))}
     return {k: _safe_value(v) for k, v in values.items() if present(v) is not None and v != ""}
 
 
@@ -254,7 +263,8 @@ def _cause_result(cause, rule_index: dict[str, int]) -> dict:
         "instances": cause.count, "scopes": cause.scopes, "steps": cause.steps, "ranks": cause.ranks,
         "traces": cause.traces,
         **({"deviceTimeUsTotal": finite_number(cause.device_us)} if cause.device_us is not None else {}),
-        **({"bytesTotal": cause.bytes} if cause.bytes is not None else {})}))
+        **({"bytesTotal": cause.bytes} if cause.bytes is not None else {}),
+        **({"cost_us_total": finite_number(cause.cost.us)} if cause.cost is not None else {})}))
     return result
 
 

@@ -357,6 +357,7 @@ class RuleStatistic:
     device_us: float | None   # summed device time of the offending launches; None when no finding had one
     bytes: int | None         # summed bytes they allocated; None when no finding had a size
     causes: int = 0           # causes (kernlint.rules.causes): findings of one line and event kind count once
+    cost_us: float | None = None   # summed measured cost (kernlint.rules.cost), whatever its basis; None: none
 
 
 def _total(values) -> float | None:
@@ -375,13 +376,15 @@ def rule_statistics(result: CheckResult) -> list[RuleStatistic]:
         causes[cause.rule] = causes.get(cause.rule, 0) + 1
     stats = [RuleStatistic(rule=rule, name=found[0].name, count=len(found),
                            device_us=_total(f.device_us for f in found),
-                           bytes=_total(f.bytes for f in found), causes=causes.get(rule, 0))
+                           bytes=_total(f.bytes for f in found), causes=causes.get(rule, 0),
+                           cost_us=_total(f.cost.us for f in found if f.cost is not None and f.cost.us is not None))
              for rule, found in by_rule.items()]
     return sorted(stats, key=lambda s: (-s.causes, -s.count, s.rule))
 
 
 def render_statistics(result: CheckResult, ctx: RenderContext | None = None) -> Lines:
-    """`--statistics`: a row per rule with findings (causes, findings, rule, name, device time, bytes), then
+    """`--statistics`: a row per rule with findings (causes, findings, rule, name, device time, bytes, measured
+    cost summed: kernlint.rules.cost), then
     the summary line; what could not be checked is always named."""
     verbosity = ctx.verbosity if ctx else NORMAL
     parts: list = []
@@ -392,12 +395,12 @@ def render_statistics(result: CheckResult, ctx: RenderContext | None = None) -> 
 
         table = Table(box=None, show_header=True, header_style="bold", padding=(0, 1, 0, 0))
         for column, justify in (("causes", "right"), ("findings", "right"), ("rule", "left"), ("name", "left"),
-                                ("device time", "right"), ("bytes", "right")):
+                                ("device time", "right"), ("bytes", "right"), ("cost", "right")):
             table.add_column(column, justify=justify, no_wrap=True)
         for s in stats:
             table.add_row(Text(str(s.causes)), Text(str(s.count)), _rich_t(s.rule), _rich_t(s.name),
                           Text(format_duration_us(s.device_us)),
-                          Text(format_bytes(s.bytes)))
+                          Text(format_bytes(s.bytes)), Text(format_duration_us(s.cost_us)))
         parts.append(table)
     if verbosity > QUIET or _gaps(result):
         parts.append(_summary(result, verbosity))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from kernlint.rules.fingerprint import normalized_name
 from kernlint.rules.fingerprint import normalized_scope as recording_free_scope
-from kernlint.rules.result import Finding, finding_sort_key, is_missing, sorted_findings
+from kernlint.rules.result import Cost, Finding, finding_sort_key, is_missing, sorted_findings
 from kernlint.rules.severity import SEVERITY_ORDER
 
 # Per-instance numbering in a scope label that a fingerprint keeps (it is the code there) and a cause drops,
@@ -158,6 +158,24 @@ class Cause:
     def device_us(self) -> float | None:
         """The summed device time of every instance; None when none had one."""
         return _total(f.device_us for f in self.findings)
+
+    @property
+    def cost(self) -> Cost | None:
+        """The measured costs (kernlint.rules.cost) of its instances summed: µs on their basis ("mixed" where
+        they differ); the share of the summed time is of as many steps as the instances ran in, so it is the
+        mean share per instance where every instance has one. None when no instance measured a time."""
+        costs = [f.cost for f in self.findings if f.cost is not None and _number(f.cost.us) is not None]
+        if not costs:
+            return None
+        bases = _distinct(c.basis for c in costs)
+        shares = [_number(c.share) for c in costs]
+        ofs = _distinct(c.of for c in costs)
+        share = (math.fsum(shares) / len(shares) if len(costs) == len(self.findings) and None not in shares
+                 and len(ofs) == 1 else None)
+        return Cost(us=math.fsum(_number(c.us) for c in costs), share=share,
+                    basis=bases[0] if len(bases) == 1 else "mixed",
+                    of=f"{ofs[0]}, per instance" if share is not None else None,
+                    reason=None if share is not None else "the instances' shares are not of one kind of step")
 
     @property
     def bytes(self) -> int | None:

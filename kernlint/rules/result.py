@@ -26,6 +26,21 @@ _SHOWN_TEXT_FIELDS = ("message", "scope", "event", "event_kind", "event_category
 
 
 @dataclass(frozen=True)
+class Cost:
+    """What a finding costs, measured from the trace (kernlint.rules.cost): `us` microseconds on `basis`
+    ("host blocked + device idle", "copy + host blocked", "device time", "host time", "per run", ...), and
+    `share`, that time's fraction of what `of` names (the step, the graph replay, the scope, the profiled
+    window); `share` is None where the trace cannot say, and `reason` says why. `us` is None where nothing
+    could be measured (an allocation: its bytes are the finding's `bytes`)."""
+
+    us: float | None
+    share: float | None
+    basis: str
+    of: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class Finding:
     """One rule violation, pointing at the offending event and the code that launched it."""
 
@@ -57,6 +72,8 @@ class Finding:
     # Findings of several rules on one event (a pageable upload's copy and the sync it makes) share a group:
     # one problem. The outermost op the event ran in, on its thread; None outside any op.
     group: str | None = field(default=None, compare=False, hash=False)
+    # What it costs, on one scale for every rule (kernlint.rules.cost); None only where no cost was made.
+    cost: Cost | None = field(default=None, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         # Names come from the trace: a hostile 1 MB name is shown shortened, with a marker, in every format.
@@ -295,7 +312,7 @@ def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 
 _OPTIONAL = frozenset({"launch_op", "top_op", "source", "anchor", "ts", "rank", "function", "device_us", "bytes",
-                       "details"})
+                       "details", "cost"})
 
 
 def clean_finding(f: Finding) -> Finding:

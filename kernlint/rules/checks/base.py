@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from kernlint.registry import Registry
+from kernlint.rules.cost import finding_cost as event_cost
+from kernlint.rules.cost import per_run_cost
 from kernlint.rules.result import Finding, RuleOutcome
 from kernlint.trace.graphs import graph_replays
 from kernlint.trace.names import frame_parts
@@ -118,6 +120,7 @@ def make_finding(rule: Rule, index: ScopeIndex, row: int, scope: Scope, message:
         rank=index.table.meta.rank, function=function_of(index, int(index.user_frame[row])),
         details=event_details(index, row), context=context,
         group=index.problem_group(row), **finding_cost(index, row),
+        cost=event_cost(index, row, scope=scope),
     )
 
 
@@ -195,7 +198,7 @@ def baseline_finding(rule: Rule, comparison, program: str, message: str, *, trac
         event=launch.name if launch is not None else scope or program, event_kind=launch.kind if launch else "",
         event_category=launch.category if launch else "", launch_op=(launch.op or None) if launch else None,
         top_op=None, source=(launch.source or None) if launch else None, anchor=None, ts=ts, rank=rank,
-        device_us=device_us, bytes=bytes, details=details, group=group)
+        device_us=device_us, bytes=bytes, details=details, group=group, cost=per_run_cost(device_us))
 
 
 def under_frames(index, row: int, patterns: list[str], cache: dict[int, bool]) -> bool:

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, finding_cost, function_of, named_scopes, register
+from kernlint.rules.cost import finding_cost as event_cost
 from kernlint.rules.fields import Patterns
-from kernlint.rules.result import Finding, RuleOutcome, decided, not_applicable
+from kernlint.rules.result import Cost, Finding, RuleOutcome, decided, not_applicable
 from kernlint.trace.names import named_pattern
 from kernlint.trace.rows import EventFilter, inside_any, outermost
 from kernlint.trace.scopes import Scope, ScopeIndex
@@ -73,6 +74,7 @@ class RankStream:
     ts: np.ndarray                         # launch time per position
     device_us: np.ndarray | None           # device time launched while it ran; None: the trace has no GPU events
     nbytes: np.ndarray                     # bytes allocated while it ran; -1: no allocation
+    costs: list[Cost] = field(default_factory=list)   # the measured cost per position (kernlint.rules.cost)
 
     def finding(self, rule, pos: int, scope: Scope, message: str, severity: str | None = None) -> Finding:
         """The finding at position `pos`: what make_finding gives for its row, without the table."""
@@ -83,7 +85,7 @@ class RankStream:
             scope=scope.label, event=event, event_kind=kind, event_category=category, launch_op=launch_op,
             top_op=top_op, source=source, anchor=None, ts=float(self.ts[pos]), rank=self.rank, function=function,
             device_us=None if self.device_us is None else float(self.device_us[pos]),
-            bytes=None if nbytes < 0 else nbytes)
+            bytes=None if nbytes < 0 else nbytes, cost=self.costs[pos] if pos < len(self.costs) else None)
 
 
 def _key(index: ScopeIndex, row: int, device_names: list[str]) -> tuple[str, str]:
@@ -166,7 +168,7 @@ def rank_stream(rule, table, index: ScopeIndex) -> RankStream:
     def intern(value):
         return interned.setdefault(value, value)
 
-    keys, sites, ts, device_us, nbytes = [], [], [], [], []
+    keys, sites, ts, device_us, nbytes, costs = [], [], [], [], [], []
     dev_by_pos: dict[int, tuple[str, ...]] = {}
     for pos, r in enumerate(rows):
         names = device.get(r, [])
@@ -178,6 +180,7 @@ def rank_stream(rule, table, index: ScopeIndex) -> RankStream:
         ts.append(float(index.launch_ts[r]))
         device_us.append(cost["device_us"])
         nbytes.append(-1 if cost["bytes"] is None else cost["bytes"])
+        costs.append(event_cost(index, r))
     position = {r: pos for pos, r in enumerate(rows)}
     step_of = _steps_of(index)
     multiset = Counter((str(index.name[r]), _key(index, r, [])[1], step_of(r)) for r in every)
@@ -186,7 +189,7 @@ def rank_stream(rule, table, index: ScopeIndex) -> RankStream:
         unknown=frozenset(position[r] for r in unknown if r in position), sites=sites,
         ts=np.asarray(ts, dtype=np.float64),
         device_us=np.asarray(device_us, dtype=np.float64) if table.has_device_events else None,
-        nbytes=np.asarray(nbytes, dtype=np.int64))
+        nbytes=np.asarray(nbytes, dtype=np.int64), costs=costs)
 
 
 def _steps_of(index: ScopeIndex):
