@@ -25,11 +25,12 @@ Deterministic (gzip mtime 0), so re-running it leaves the fixtures unchanged.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import re
 import sys
 from pathlib import Path
+
+# The trace reading and reproducible gzip writing of the other derived-fixture script (run from scripts/).
+from record_edge_cases import load, save_gz
 
 REPO = Path(__file__).resolve().parents[1]
 GRAPHS = REPO / "fixtures" / "traces" / "gpu-graphs"
@@ -39,18 +40,6 @@ VLLM_REPLAY = EXTERNAL / "tracelens__vllm_piecewise__graph_execution.json.gz"
 VLLM_CAPTURE = EXTERNAL / "tracelens__vllm_piecewise__graph_capture_rank_0.1773709679453551615.pt.trace.json.gz"
 GEMM = re.compile(r"gemm|Cijk_", re.IGNORECASE)
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
-
-
-def load(path: Path) -> dict:
-    with gzip.open(path, "rt") as fh:
-        return json.load(fh)
-
-
-def save_gz(doc: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                                                 compresslevel=9) as gz:
-        gz.write(json.dumps(doc, separators=(",", ":")).encode())
 
 
 def _graph_launches(events: list) -> list[dict]:

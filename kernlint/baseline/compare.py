@@ -169,23 +169,26 @@ def _issued(issued: list, j: int) -> tuple[float, str | None]:
     return float("nan"), None
 
 
+def _keys(sequence: list[tuple[str, Launch]]) -> list[tuple]:
+    return [launch.key for _, launch in sequence]
+
+
 def _variant_changes(name: str, base: ProgramProfile, cand: ProgramProfile, reported: set) -> list[SequenceChange]:
     """Launches that the candidate's other sequences (runs that launched another sequence than its reference)
     add to the baseline: each variant aligned with the baseline sequence it is closest to (the reference, or one
     of the baseline's own variants: the variation the baseline itself shows is no change). Launches the
     reference comparison already reported at the same place are not reported again."""
-    keys = lambda seq: [launch.key for _, launch in seq]   # noqa: E731
-    base_sequences = [base.sequence(), *(v.sequence() for v in base.variants)]
-    known = {tuple(keys(seq)) for seq in base_sequences}
+    base_keys = [_keys(seq) for seq in (base.sequence(), *(v.sequence() for v in base.variants))]
+    known = {tuple(k) for k in base_keys}
     out = []
     for variant in cand.variants:
         seq = variant.sequence()
-        if tuple(keys(seq)) in known:
+        if tuple(_keys(seq)) in known:
             continue
-        best = max(base_sequences, key=lambda b: difflib.SequenceMatcher(None, keys(b), keys(seq),
-                                                                         autojunk=False).ratio())
+        matchers = [difflib.SequenceMatcher(None, k, _keys(seq), autojunk=False) for k in base_keys]
+        best = max(matchers, key=lambda m: m.ratio())
         place = _Placer(seq)
-        for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, keys(best), keys(seq), autojunk=False).get_opcodes():
+        for tag, _, _, j1, j2 in best.get_opcodes():
             if tag in ("insert", "replace"):
                 for j in range(j1, j2):
                     placed = place(j)

@@ -293,13 +293,7 @@ def profile_from_runs(parts: list[TraceRuns]) -> ProgramProfile:
     durations = [us.tolist() for _, _, us in reference]
     total_us = [round(sum(us[pos] for pos in timed), 3) for us in durations]
     samples = {pos: [round(us[pos], 3) for us in durations] for pos in timed}
-    scopes: dict[str, ScopeProfile] = {}
-    for pos, (label, launch) in enumerate(first.launches):
-        launch = Launch(pos=pos, kind=launch.kind, name=launch.name, category=launch.category, op=launch.op,
-                        source=launch.source, us=samples.get(pos, []))
-        scope = scopes.setdefault(label, ScopeProfile(launches=[], counts={}))
-        scope.launches.append(launch)
-        scope.counts[launch.category] = scope.counts.get(launch.category, 0) + 1
+    scopes = _scopes(first, samples)
     per_scope, (alloc_bytes, peak) = first.allocations
     for label, (allocated, scope_peak) in per_scope.items():
         scope = scopes.setdefault(label, ScopeProfile(launches=[], counts={}))
@@ -316,16 +310,22 @@ def profile_from_runs(parts: list[TraceRuns]) -> ProgramProfile:
                           issued_trace=first_part.path)
 
 
-def _variant(first: tuple[TraceRuns, _Sequence], runs: int) -> Variant:
-    """Another sequence than the reference, as the first run that launched it shows it."""
-    part, sequence = first
+def _scopes(sequence: _Sequence, samples: dict[int, list[float]]) -> dict[str, ScopeProfile]:
+    """A sequence's launches by scope, each at its position in the program, with its samples."""
     scopes: dict[str, ScopeProfile] = {}
     for pos, (label, launch) in enumerate(sequence.launches):
         scope = scopes.setdefault(label, ScopeProfile(launches=[], counts={}))
         scope.launches.append(Launch(pos=pos, kind=launch.kind, name=launch.name, category=launch.category,
-                                     op=launch.op, source=launch.source))
+                                     op=launch.op, source=launch.source, us=samples.get(pos, [])))
         scope.counts[launch.category] = scope.counts.get(launch.category, 0) + 1
-    return Variant(runs=runs, scopes=dict(sorted(scopes.items())), issued=list(sequence.issued), trace=part.path)
+    return scopes
+
+
+def _variant(first: tuple[TraceRuns, _Sequence], runs: int) -> Variant:
+    """Another sequence than the reference, as the first run that launched it shows it (untimed)."""
+    part, sequence = first
+    return Variant(runs=runs, scopes=dict(sorted(_scopes(sequence, {}).items())), issued=list(sequence.issued),
+                   trace=part.path)
 
 
 def profile_traces(tables: list[EventTable], baseline_programs=()) -> dict[str, ProgramProfile]:

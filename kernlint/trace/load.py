@@ -708,9 +708,9 @@ CAPTURE_ID_OFFSET = 1 << 48
 _CAPTURE_IDS = ("correlation", "External id", "Python id", "Python parent id")
 
 
-class _Placed(msgspec.Struct, gc=False):
+class PlacedEvent(msgspec.Struct, gc=False):
     """What says where an event is: its thread and time (and, for runtime calls, whether it opens or closes a
-    stream capture)."""
+    stream capture). Capture pairing (kernlint.trace.pairing) reads the same, with the arguments."""
 
     cat: object = None
     name: object = None
@@ -720,14 +720,14 @@ class _Placed(msgspec.Struct, gc=False):
     dur: object = None
 
 
-_placed_decoder = msgspec.json.Decoder(_Placed)
+_placed_decoder = msgspec.json.Decoder(PlacedEvent)
 
 
 def _in_capture_windows(raw_events: list, keep_capture_calls: bool = False) -> list[bool] | None:
     """For each raw event, whether it lies inside a stream capture of its thread (from BeginCapture to the end
     of the next EndCapture; with `keep_capture_calls`, those two calls are not counted in); None when the trace
     records no complete capture."""
-    placed: list[_Placed | None] = []
+    placed: list[PlacedEvent | None] = []
     for r in raw_events:
         try:
             placed.append(_placed_decoder.decode(r))
@@ -757,7 +757,7 @@ def _in_capture_windows(raw_events: list, keep_capture_calls: bool = False) -> l
     return inside
 
 
-def _is_capture_call(e: _Placed) -> bool:
+def _is_capture_call(e: PlacedEvent) -> bool:
     return e.cat in RUNTIME_CATEGORIES and isinstance(e.name, str) and bool(
         names.GRAPH_CAPTURE_BEGIN.match(e.name) or names.GRAPH_CAPTURE_END.match(e.name))
 

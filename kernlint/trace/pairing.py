@@ -34,17 +34,11 @@ import msgspec
 from kernlint.errors import TraceError
 from kernlint.trace import names
 from kernlint.trace.graph_align import KernelTokens, LaunchTokens, Vocabulary, align, default_max_edits, launch_kind
-from kernlint.trace.load import decode_trace, read_trace_bytes
-from kernlint.trace.table import _CAT_TO_KIND, DEVICE_KINDS, RUNTIME_CATEGORIES
+from kernlint.trace.load import PlacedEvent, decode_trace, read_trace_bytes
+from kernlint.trace.table import CATEGORY_KIND, DEVICE_KINDS, RUNTIME_CATEGORIES
 
 
-class _HostEvent(msgspec.Struct, gc=False):
-    cat: object = None
-    name: object = None
-    pid: object = None
-    tid: object = None
-    ts: object = None
-    dur: object = None
+class _HostEvent(PlacedEvent, gc=False):
     args: msgspec.Raw = msgspec.Raw(b"")
 
 
@@ -55,8 +49,8 @@ class _Args(msgspec.Struct, gc=False):
 
 _event_decoder = msgspec.json.Decoder(_HostEvent)
 _args_decoder = msgspec.json.Decoder(_Args)
-_DEVICE_CATS = {c: k for c, k in _CAT_TO_KIND.items() if k in DEVICE_KINDS}
-_OP_CATS = {c for c, k in _CAT_TO_KIND.items() if k == "op"}
+_DEVICE_CATS = {c: k for c, k in CATEGORY_KIND.items() if k in DEVICE_KINDS}
+_OP_CATS = {c for c, k in CATEGORY_KIND.items() if k == "op"}
 
 
 @dataclass(frozen=True)

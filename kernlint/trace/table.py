@@ -57,7 +57,7 @@ KINDS = ("kernel", "memcpy", "memset", "runtime", "op", "annotation", "gpu_annot
          "alloc", "free", "other")
 DEVICE_KINDS = frozenset({"kernel", "memcpy", "memset"})
 
-_CAT_TO_KIND = {
+CATEGORY_KIND = {
     "kernel": "kernel",
     "gpu_memcpy": "memcpy", "memcpy": "memcpy",
     "gpu_memset": "memset", "memset": "memset",
@@ -72,7 +72,7 @@ _CAT_TO_KIND = {
     "python_function": "python", "python": "python",
 }
 # The categories of runtime and driver calls (what the capture-trace merge and the pairing scan for).
-RUNTIME_CATEGORIES = tuple(c for c, k in _CAT_TO_KIND.items() if k == "runtime")
+RUNTIME_CATEGORIES = tuple(c for c, k in CATEGORY_KIND.items() if k == "runtime")
 _STEP_RANGE = names.named_pattern("profiler-step-range")
 
 # Bits of the `damage` column. BAD_<field>: the field was missing or unusable (ts not a number, dur of a
@@ -266,7 +266,7 @@ def _kinds(name_codes: np.ndarray, name_values: list[str], cat_codes: np.ndarray
     """The kind of each event as its code into KINDS, from the category (case-insensitive), `[memory]`
     events and module frames; each distinct category and name is looked at once."""
     code = _KIND_CODE
-    kind_of_cat = np.array([code.get(_CAT_TO_KIND.get(c.lower(), ""), -1) for c in cat_values] or [-1], dtype=np.int8)
+    kind_of_cat = np.array([code.get(CATEGORY_KIND.get(c.lower(), ""), -1) for c in cat_values] or [-1], dtype=np.int8)
     kinds = kind_of_cat[cat_codes] if len(cat_values) else np.full(len(cat_codes), -1, dtype=np.int8)
     unknown = kinds < 0
     is_memory_name = np.array([n == "[memory]" for n in name_values] or [False], dtype=bool)
