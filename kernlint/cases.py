@@ -66,6 +66,7 @@ class CaseSpec(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", froze
     source: str | None = None
     level: Literal["kernel", "op", "host"] | None = None
     severity: Literal["error", "warning", "info"] | None = None   # of every finding (a hot scope, or the window)
+    context: str | None = None       # a regex every finding's context matches ("^negligible", "step edge")
     note: str = ""
     baseline: str | None = None
     baseline_from: str | None = None
@@ -221,7 +222,7 @@ def evaluate_case(case: Case, trace: Path, rules: list[Rule], fixtures: Path | N
         other = sorted({f.severity for f in outcome.findings} - {spec.severity})
         if other or not outcome.findings:
             problems.append(f"expected every finding at severity {spec.severity}, got {other or 'no finding'}")
-    for attr in ("event", "scope", "source"):
+    for attr in ("event", "scope", "source", "context"):
         pattern = getattr(spec, attr)
         if pattern is None:
             continue

@@ -47,6 +47,7 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "per-source-ignores": ("ignores-table", None),
     "source-root": ("path", "--source-root"),
     "path-map": ("path-map-table", None),
+    "min-cost": ("min-cost-table", None),
 }
 # The rule selection is resolved in layers (config, then command line), as ruff does: not a plain default.
 SELECTION_KEYS = ("select", "extend-select", "ignore")
@@ -95,6 +96,9 @@ class Config:
     per_source_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # [path-map]: a recorded path prefix -> the working tree's ("/workspace/vllm/" = ""): traces recorded elsewhere.
     path_map: dict[str, str] = field(default_factory=dict)
+    # [min-cost]: severity follows cost (kernlint.rules.negligible). "share" / "us" -> the global values, a rule
+    # id or name -> its own {"share", "us"} or "none".
+    min_cost: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[ConfigWarning, ...] = ()
     lines: dict[str, int] = field(default_factory=dict)   # "select", "severity.KL002", "thresholds.alpha"
     how: str = "no config file found"                     # how it was chosen, for `-v`
@@ -313,6 +317,7 @@ def load_config(path: str | Path, *, formats: Iterable[str] | None = None, how: 
     thresholds = Thresholds()
     ignores: dict[str, tuple[str, ...]] = {}
     path_map: dict[str, str] = {}
+    min_cost: dict[str, Any] = {}
     base = path.absolute().parent
     for key, value in section.items():
         if key not in KEYS:
@@ -328,13 +333,16 @@ def load_config(path: str | Path, *, formats: Iterable[str] | None = None, how: 
             ignores = _ignores_table(config, value)
         elif kind == "path-map-table":
             path_map = _path_map_table(config, value)
+        elif kind == "min-cost-table":
+            min_cost = _min_cost_table(config, value)
         elif kind == "thresholds-table":
             thresholds, more = _thresholds_table(config, value, table_name)
             warnings += more
         else:
             values[key] = _convert(config, key, kind, value, base, formats)
     return Config(path=path, display=display, table=table_name, values=values, severity=severity,
-                  thresholds=thresholds, per_source_ignores=ignores, path_map=path_map, warnings=tuple(warnings),
+                  thresholds=thresholds, per_source_ignores=ignores, path_map=path_map, min_cost=min_cost,
+                  warnings=tuple(warnings),
                   lines=lines, how=how)
 
 
@@ -388,6 +396,41 @@ def _ignores_table(config: Config, value: object) -> dict[str, tuple[str, ...]]:
             raise config.error(f"per-source-ignores.{glob}", f"[per-source-ignores] {glob}: expected a non-empty "
                                                              f"array of rule ids, names or ALL, got {_type_name(ids)}")
         out[glob] = tuple(i.strip() for i in ids)
+    return out
+
+
+_MIN_COST_LIMITS = {"share": (0.0, 1.0, "a fraction of the step between 0 and 1 (0.005 is 0.5%)"),
+                    "us": (0.0, float("inf"), "microseconds a step, 0 or more")}
+
+
+def _min_cost_values(config: Config, where: str, value: object) -> dict[str, float]:
+    if not isinstance(value, dict):
+        raise config.error(where, f"[{where}]: expected a table (share = 0.005, us = 0.5) or \"none\", got "
+                                  f"{_type_name(value)}")
+    out = {}
+    for key, number in value.items():
+        if key not in _MIN_COST_LIMITS:
+            raise config.error(f"{where}.{key}", f"[{where}] {key}: not a min-cost key (share, us)")
+        low, high, what = _MIN_COST_LIMITS[key]
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not low <= number <= high:
+            raise config.error(f"{where}.{key}", f"[{where}] {key}: expected {what}, got {number!r}")
+        out[key] = float(number)
+    return out
+
+
+def _min_cost_table(config: Config, value: object) -> dict[str, Any]:
+    """[min-cost]: `share` and `us` for every rule, and per rule (id or name) a table of its own or "none"."""
+    if not isinstance(value, dict):
+        raise config.error("min-cost", f"min-cost: expected a table, got {_type_name(value)}")
+    out: dict[str, Any] = _min_cost_values(config, "min-cost", {k: v for k, v in value.items()
+                                                               if not isinstance(v, (dict, str))})
+    for rule, own in value.items():
+        if isinstance(own, str):
+            if own != "none":
+                raise config.error(f"min-cost.{rule}", f"[min-cost] {rule}: expected a table or \"none\", got {own!r}")
+            out[rule] = "none"
+        elif isinstance(own, dict):
+            out[rule] = _min_cost_values(config, f"min-cost.{rule}", own)
     return out
 
 
@@ -475,12 +518,15 @@ def described(config: Config) -> str:
 def configured_rules(config: Config, rule_paths: Iterable[Path] = (), *, builtin: bool = True) -> list:
     """The loaded rules (the shipped ones unless `builtin` is False, and those of `rule_paths`) with the
     config's [severity] applied; a [severity] key that names no loaded rule is a ConfigError at its line."""
-    from kernlint.rules.loader import load_rules, override_severity
+    from kernlint.rules.loader import load_rules, override_min_cost, override_severity
 
     rules = load_rules(list(rule_paths), builtin=builtin)
     if config.severity:
         rules = override_severity(rules, config.severity, source=config.display,
                                   lines={k: config.line_of(f"severity.{k}") for k in config.severity})
+    if config.min_cost:
+        rules = override_min_cost(rules, config.min_cost, source=config.display,
+                                  lines={k: config.line_of(f"min-cost.{k}") for k in config.min_cost})
     return rules
 
 

@@ -107,6 +107,7 @@ def check_tables(tables: Sequence, rules: Sequence, *, baseline: Any = None, str
 def run_check(request: CheckRequest) -> CheckResult:
     from kernlint.parallel import check_paths
     from kernlint.rules.engine import combine_checked, summarize_trace
+    from kernlint.rules.negligible import apply_min_cost
     from kernlint.trace.load import DEFAULT_MAX_TRACE_BYTES, discover_traces, load_trace
     from kernlint.trace.pairing import pair_captures
 
@@ -145,6 +146,8 @@ def run_check(request: CheckRequest) -> CheckResult:
                                          limits=request.thresholds, strict_env=request.strict_env,
                                          strict_timing=request.strict_timing, roots=found.roots if found else None)
     reports = combine_checked(checked, rules, comparison=comparison)
+    # Severity follows cost: a cause costing less than its rule's min-cost a step is info (negligible).
+    reports = apply_min_cost(reports, rules)
     suppressed: list = []
     if request.suppress is not None:
         reports, suppressed = request.suppress(reports, rules)

@@ -40,26 +40,33 @@ def match(findings, entries) -> tuple[dict[int, list], list]:
 
 
 def table(findings, entries) -> str:
+    """Per rule: the findings at warning or error (what fails a gate) and how many of them are worth acting on;
+    the findings at info (negligible by cost, or in context) and how many of those a judge calls true."""
     hits, _ = match(findings, entries)
-    per_rule: dict[str, Counter] = {}
+    gate: dict[str, Counter] = {}
+    info: dict[str, Counter] = {}
     for i, e in enumerate(entries):
-        per_rule.setdefault(e["rule"], Counter())[e["judged"]] += len(hits[i])
-    groups = {(f.trace, f.group) for f in findings if f.group and not f.context}
-    problems = len(groups) + sum(1 for f in findings if not f.group and not f.context)
-    lines = ["| rule | findings | true (act on it) | noise | wrong | precision |", "|---|---|---|---|---|---|"]
-    total = Counter()
-    for rule in sorted(per_rule):
-        c = per_rule[rule]
-        n = sum(c.values())
+        for f in hits[i]:
+            (info if f.severity == "info" else gate).setdefault(e["rule"], Counter())[e["judged"]] += 1
+    groups = {(f.trace, f.group) for f in findings if f.group and f.severity != "info"}
+    problems = len(groups) + sum(1 for f in findings if not f.group and f.severity != "info")
+    lines = ["| rule | at warning/error | true (act on it) | noise | wrong | precision | at info | true at info |",
+             "|---|---|---|---|---|---|---|---|"]
+    total, total_info = Counter(), Counter()
+    for rule in sorted(set(gate) | set(info)):
+        c, d = gate.get(rule, Counter()), info.get(rule, Counter())
+        n, m = sum(c.values()), sum(d.values())
         total.update(c)
-        lines.append(f"| {rule} | {n} | {c['true']} | {c['noise']} | {c['wrong']} | {100 * c['true'] / n:.0f}% |")
-    n = sum(total.values())
+        total_info.update(d)
+        precision = f"{100 * c['true'] / n:.0f}%" if n else "-"
+        lines.append(f"| {rule} | {n} | {c['true']} | {c['noise']} | {c['wrong']} | {precision} | {m} | {d['true']} |")
+    n, m = sum(total.values()), sum(total_info.values())
     lines.append(f"| all | {n} | {total['true']} | {total['noise']} | {total['wrong']} | "
-                 f"{100 * total['true'] / n:.0f}% |")
+                 f"{100 * total['true'] / n:.0f}% | {m} | {total_info['true']} |")
     lines.append("")
     traces = len({f.trace for f in findings})
-    lines.append(f"{n} findings on {traces} of the traces; {problems} problems to act on once findings on one "
-                 "event are grouped and context findings (info) are set aside.")
+    lines.append(f"{n + m} findings on {traces} of the traces, {n} at warning or error; {problems} problems to act on "
+                 "once findings on one event are grouped and findings at info are set aside.")
     return "\n".join(lines)
 
 

@@ -85,8 +85,8 @@ def incomplete_kl001(tmp_path):
     kernel's launch record (its cudaLaunchKernel) dropped, as when the profiler loses events. The fill
     kernel's correlation id then points to no runtime call, so kernlint cannot place it in the module: KL001
     would pass, and must instead say it could not fully check (1 device event with no launch inside the
-    window). KL501 and KL701, which also read device events, are incomplete for the same reason; every
-    other rule keeps its verdict (KL101 and KL401 pass, the rest are not applicable). Returns the path.
+    window). KL203, KL501 and KL701, which also read device events, are incomplete for the same reason; every
+    other rule keeps its verdict (KL101, KL401 and KL903 pass, the rest are not applicable). Returns the path.
     """
     import gzip
     import json

@@ -223,7 +223,10 @@ def kernel_name_40k(folder: Path) -> list[str]:
 
 
 def _user_rule(folder: Path, rid: str, annotation_pattern: str) -> Path:
-    """A rules folder holding one forbid-in-scope rule whose scope is the given annotation pattern."""
+    """A rules folder holding one forbid-in-scope rule whose scope is the given annotation pattern.
+
+    Give it a user id (ACME9xx): KL901-KL903 are shipped rules since issue 37, and reusing one is an error.
+    """
     rules = folder / "rules"
     rules.mkdir()
     (rules / f"{rid}.toml").write_text(rule_text(f"""
@@ -237,15 +240,15 @@ def _user_rule(folder: Path, rid: str, annotation_pattern: str) -> Path:
 
 
 def pathological_user_regex(folder: Path) -> list[str]:
-    rules = _user_rule(folder, "KL901", "(a+)+$")
+    rules = _user_rule(folder, "ACME901", "(a+)+$")
     data = _regressed()
     data["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": "a" * 32 + "b", "pid": 1, "tid": 1,
                                 "ts": 0, "dur": 1})
-    return ["check", str(_write(folder, data)), "--rules", str(rules), "--select", "KL901"]
+    return ["check", str(_write(folder, data)), "--rules", str(rules), "--select", "ACME901"]
 
 
 def lookbehind_user_regex(folder: Path) -> list[str]:
-    rules = _user_rule(folder, "KL902", "(?<!x)step")
+    rules = _user_rule(folder, "ACME902", "(?<!x)step")
     return ["check", str(REGRESSED), "--rules", str(rules)]
 
 
@@ -311,7 +314,7 @@ def empty_rules_folder(folder: Path) -> list[str]:
 def unknown_rule_table(folder: Path) -> list[str]:
     rules = folder / "rules"
     rules.mkdir()
-    (rules / "KL903.toml").write_text('id = "KL903"\nname = "x"\nseverity = "error"\nsummary = "s"\n\n[checks]\n'
+    (rules / "ACME903.toml").write_text('id = "ACME903"\nname = "x"\nseverity = "error"\nsummary = "s"\n\n[checks]\n'
                                       'type = "max-count"\n')
     return ["check", str(REGRESSED), "--rules", str(rules)]
 

@@ -132,33 +132,34 @@ def test_exit_code_and_passed_follow_the_cli_policy(tmp_path, build):
 
 
 def test_fail_on_sets_the_lowest_failing_severity(tmp_path):
-    rule = _user_rule(tmp_path, "KL901", "warning")
-    at_warning = kernlint.check(REGRESSED, rules=[rule, "KL901"])
-    assert [f.rule for f in at_warning.findings] == ["KL901"] and at_warning.exit_code == 1
-    at_error = kernlint.check(REGRESSED, rules=[rule, "KL901"], fail_on="error")
+    # a user id: KL901/KL902 are shipped rules since issue 37
+    rule = _user_rule(tmp_path, "ACME901", "warning")
+    at_warning = kernlint.check(REGRESSED, rules=[rule, "ACME901"])
+    assert [f.rule for f in at_warning.findings] == ["ACME901"] and at_warning.exit_code == 1
+    at_error = kernlint.check(REGRESSED, rules=[rule, "ACME901"], fail_on="error")
     assert at_error.passed and at_error.exit_code == 0
-    assert [f.rule for f in at_error.findings] == ["KL901"]      # still reported, just not failing
+    assert [f.rule for f in at_error.findings] == ["ACME901"]      # still reported, just not failing
     assert at_error.failing == []
     assert "1 below error" in at_error.summary
-    assert _cli_exit_code([str(REGRESSED), "--rules", str(rule), "--select", "KL901", "--fail-on", "error"]) == 0
+    assert _cli_exit_code([str(REGRESSED), "--rules", str(rule), "--select", "ACME901", "--fail-on", "error"]) == 0
 
 
 # --- the rules argument -----------------------------------------------------------------------------------
 def test_rules_mix_selectors_and_rule_paths(tmp_path):
-    rule = _user_rule(tmp_path, "KL902", "error")
-    both = kernlint.check(REGRESSED, rules=[str(rule), "KL001", "KL902"])
-    assert [r.id for r in both.rules] == ["KL001", "KL902"]
-    assert sorted(f.rule for f in both.findings) == ["KL001", "KL902"]
+    rule = _user_rule(tmp_path, "ACME902", "error")
+    both = kernlint.check(REGRESSED, rules=[str(rule), "KL001", "ACME902"])
+    assert [r.id for r in both.rules] == ["ACME902", "KL001"]          # rules are listed by id
+    assert sorted(f.rule for f in both.findings) == ["ACME902", "KL001"]
     # A rule path alone adds to the shipped rules, like --rules (those that compare with a baseline run
     # only with one).
     shipped = [r.id for r in load_rules() if not r.needs_baseline]
-    assert [r.id for r in kernlint.check(CLEAN, rules=[rule]).rules] == [*shipped, "KL902"]
+    assert [r.id for r in kernlint.check(CLEAN, rules=[rule]).rules] == sorted([*shipped, "ACME902"])
     # A folder of rules, a single selector string, comma-separated selectors, select and ignore.
-    assert [r.id for r in kernlint.check(CLEAN, rules=[tmp_path], select="KL9").rules] == ["KL902"]
+    assert [r.id for r in kernlint.check(CLEAN, rules=[tmp_path], select="ACME9").rules] == ["ACME902"]
     assert [r.id for r in kernlint.check(CLEAN, rules="KL001").rules] == ["KL001"]
     assert [r.id for r in kernlint.check(CLEAN, rules=["KL001,KL002"]).rules] == ["KL001", "KL002"]
-    assert [r.id for r in kernlint.check(CLEAN, ignore=shipped, rules=[rule]).rules] == ["KL902"]
-    assert [r.id for r in kernlint.check(CLEAN, builtin=False, rules=[rule]).rules] == ["KL902"]
+    assert [r.id for r in kernlint.check(CLEAN, ignore=shipped, rules=[rule]).rules] == ["ACME902"]
+    assert [r.id for r in kernlint.check(CLEAN, builtin=False, rules=[rule]).rules] == ["ACME902"]
 
 
 def test_bad_rules_and_options_are_typed_errors():

@@ -52,7 +52,10 @@ def test_a_regressed_gpu_trace_names_the_inserted_fill_at_its_position(tmp_path)
 
 def test_the_other_way_round_reports_an_improvement_and_passes(tmp_path):
     baseline = record(tmp_path, REGRESSED)
-    result = kernlint("check", CLEAN, "--baseline", baseline, "--format", "json", "--isolated", cwd=tmp_path)
+    # only the baseline rules: the subject is the comparison, and block_clean's RMSNorm, written as a chain of
+    # kernels, truly draws a KL902 unfused-norm warning (issue 37) that would fail the check on its own
+    result = kernlint("check", CLEAN, "--baseline", baseline, "--select", "KL8", "--format", "json", "--isolated",
+                      cwd=tmp_path)
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     removed = [f for f in data["findings"] if f["rule"] == "KL805"]

@@ -42,11 +42,12 @@ def cli(*args):
 
 @pytest.fixture(scope="module")
 def placeholder() -> CheckResult:
-    """The 64 findings, checked once (with the events, for the HTML report)."""
+    """The 64 findings of KL001, checked once (with the events, for the HTML report). The graph decoder's
+    RMSNorm is a chain of kernels (KL902's findings): a cause of its own, left out here."""
     from kernlint.report.sources import source_map, with_mapped_sources
     from kernlint.rules.statements import SourceStatements, with_statement_lines
 
-    rules = [r for r in load_rules() if not r.needs_baseline]
+    rules = [r for r in load_rules() if r.id == "KL001"]
     result = run_check(CheckRequest(rules=rules, paths=[p.relative_to(REPO) for p in PLACEHOLDER], keep_tables=True))
     # as the CLI does: the recorded file in the checkout, at the statement that issued the op
     return with_statement_lines(with_mapped_sources(result, source_map(REPO)), SourceStatements(REPO))
@@ -75,7 +76,7 @@ def test_github_gives_one_annotation_per_line_and_rule(placeholder):
 
 
 def test_the_cli_exit_code_is_decided_on_the_findings():
-    result = cli("check", *PLACEHOLDER, "--format", "github", "--isolated")
+    result = cli("check", *PLACEHOLDER, "--format", "github", "--isolated", "--select", "KL001")
     assert result.exit_code == 1 and len(result.output.splitlines()) == 1
 
 
@@ -139,21 +140,23 @@ def test_markdown_has_one_row_per_cause(placeholder):
 
 
 def test_statistics_count_causes_and_findings():
-    result = cli("check", "--statistics", *PLACEHOLDER, "--isolated")
+    result = cli("check", "--statistics", *PLACEHOLDER, "--isolated", "--select", "KL001")
     lines = result.output.splitlines()
     assert re.match(r"^causes\s+findings\s+rule\s+name\s+device time\s+bytes\s+cost$", lines[0]), lines
     assert re.match(r"^\s*1\s+64\s+KL001\s+fill-before-block-quant\s", lines[1]), lines
-    data = json.loads(cli("check", "--statistics", "--format", "json", *PLACEHOLDER, "--isolated").output)
+    data = json.loads(cli("check", "--statistics", "--format", "json", *PLACEHOLDER, "--isolated", "--select",
+                          "KL001").output)
     (row,) = data["statistics"]
     assert row["causes"] == 1 and row["count"] == 64 and data["causes"] == 1 and data["findings"] == 64
 
 
 def test_the_three_kl002_blocks_of_dummy_init_old_are_one():
-    result = cli("check", DUMMY_INIT_OLD.relative_to(REPO), "--isolated")
+    result = cli("check", DUMMY_INIT_OLD.relative_to(REPO), "--isolated", "--select", "KL002")
     assert result.exit_code == 1
     assert result.output.count("KL002 fp8-temporary-in-dummy-init [error]") == 1, result.output
     assert "(3 instances)" in result.output and "cost in all: 768.0 KiB allocated" in result.output
-    sarif = json.loads(cli("check", DUMMY_INIT_OLD.relative_to(REPO), "--format", "sarif", "--isolated").output)
+    sarif = json.loads(cli("check", DUMMY_INIT_OLD.relative_to(REPO), "--format", "sarif", "--isolated", "--select",
+                           "KL002").output)
     (kl002,) = sarif["runs"][0]["results"]
     assert kl002["properties"]["instances"] == 3
 

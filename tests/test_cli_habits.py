@@ -136,7 +136,9 @@ def test_quiet_and_verbose_together_are_a_usage_error():
 def test_an_incomplete_verdict_is_never_silent(incomplete_kl001, flags):
     result = invoke("check", *flags, incomplete_kl001)   # the regressed trace, its fill's launch record lost
     assert result.exit_code == 4
-    assert f"0 findings, but 3 rule verdict(s) incomplete: KL001 ({incomplete_kl001}), KL501" in result.stdout
+    # 4 since issue 37: KL203 copy-after-fp8-quant also reads device events (KL001, KL203, KL501, KL701)
+    assert (f"0 findings, but 4 rule verdict(s) incomplete: KL001 ({incomplete_kl001}), "
+            f"KL203 ({incomplete_kl001}), KL501" in result.stdout)
     assert not re.search(r"^kernlint: .*(all passed|no findings)", result.stdout, re.M)
     if "--statistics" not in flags:
         assert "KL001 incomplete: could not fully check: 1 device event with no launch inside the window" \
@@ -225,7 +227,8 @@ def _checked(*args) -> list[str]:
 def test_rule_ids_and_names_are_case_insensitive():
     assert _checked("--select", "kl001") == ["KL001"]
     assert _checked("--select", "Fill-Before-Block-Quant") == ["KL001"]
-    assert _checked("--select", "kl00", "--ignore", "kl003,Kl004") == ["KL001", "KL002"]
+    # the kl00 prefix also holds KL005 (scale-randomized-in-dummy-init, shipped in issue 37)
+    assert _checked("--select", "kl00", "--ignore", "kl003,Kl004") == ["KL001", "KL002", "KL005"]
     assert _checked("--select", "all", "--ignore", "kl001,kl002") == [
         r for r in _checked("--select", "all") if r not in ("KL001", "KL002")]
     assert invoke("explain", "kl001").stdout.startswith("# KL001 fill-before-block-quant")

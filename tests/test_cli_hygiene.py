@@ -127,21 +127,24 @@ LOST_LAUNCH = "1 device event with no launch inside the window"   # the damage i
 
 def test_an_incomplete_verdict_exits_4_and_is_never_a_clean_summary(incomplete_kl001):
     """The fill kernel's launch record is gone: KL001 cannot place the fill, so it says it could not fully
-    check (not passed), as do the other two rules that read device events (KL501, KL701)."""
+    check (not passed), as do the other three rules that read device events (KL203, KL501, KL701; KL203
+    copy-after-fp8-quant, added in issue 37, reads the quant kernels' device events too)."""
     trace = incomplete_kl001
     result = invoke("check", trace)
     assert result.exit_code == 4
     assert not _says_clean(result.output)
-    assert (f"0 findings, but 3 rule verdict(s) incomplete: KL001 ({trace}), KL501 ({trace}), KL701 ({trace})"
-            in result.output)
+    assert (f"0 findings, but 4 rule verdict(s) incomplete: KL001 ({trace}), KL203 ({trace}), KL501 ({trace}), "
+            f"KL701 ({trace})" in result.output)
+    assert f"KL203 incomplete: could not fully check: {LOST_LAUNCH}" in result.output
     assert f"KL001 incomplete: could not fully check: {LOST_LAUNCH}" in result.output
     assert f"damage: {LOST_LAUNCH}" in result.output
     assert invoke("check", "--allow-incomplete", trace).exit_code == 0
     data = json.loads(invoke("check", "--format", "json", trace).output)
-    assert data["exit_code"] == 4 and data["rules_incomplete"] == ["KL001", "KL501", "KL701"]
-    assert data["summary"]["incomplete"] == 3 and data["findings"] == []
+    assert data["exit_code"] == 4 and data["rules_incomplete"] == ["KL001", "KL203", "KL501", "KL701"]
+    assert data["summary"]["incomplete"] == 4 and data["findings"] == []
     # the rules that read no device event keep their verdicts: the damage does not touch them
-    assert data["rules_passed"] == ["KL101", "KL401"]
+    # (KL903 layout-transform-kernels, issue 37, passes too: the trace has no layout-transform kernel)
+    assert data["rules_passed"] == ["KL101", "KL401", "KL903"]
     (report,) = data["traces"]
     assert report["damage"] == [LOST_LAUNCH]
     kl001 = {r["rule"]: r for r in report["rules"]}["KL001"]
@@ -183,7 +186,8 @@ def test_kernel_names_and_paths_cannot_control_the_terminal(tmp_path):
     assert "t\\x1b[2J.json" in out and "run\\x1b]0;title\\x07" in out
     # the forged summary stays inside its finding's line: the only line that starts with "Found" is ours
     starts = [line for line in out.splitlines() if line.startswith("Found")]
-    assert starts == ["Found 4 finding(s) in 1 trace(s) with 4 rule(s)."], starts
+    # "KL00" selects KL001-KL005 (KL005 scale-randomized-in-dummy-init joined the prefix in issue 37)
+    assert starts == ["Found 4 finding(s) in 1 trace(s) with 5 rule(s)."], starts
 
 
 def test_an_error_naming_a_hostile_path_is_still_one_line(tmp_path):

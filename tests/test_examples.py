@@ -80,19 +80,22 @@ def _runs_after_a_failure(step: dict) -> bool:
 
 
 def _run_workflow(workspace: Path, traces: list[Path] | dict[str, Path],
-                  baseline_from: list[Path] | dict[str, Path] = (CLEAN,)) -> WorkflowRun:
+                  baseline_from: list[Path] | dict[str, Path] = (CLEAN,), config: str | None = None) -> WorkflowRun:
     """Lay out the checkout and run every `run:` step but the install step, in order, with GitHub's shell.
     The install step (id `install`) is skipped: it installs kernlint (the core package) from the network into the
     runner's Python; here kernlint is already installed in this virtual environment, whose bin/ comes first
     on PATH. After a failed step only steps whose `if:` runs after failures run, as on GitHub. The checkout
     holds kernlint-baseline.json, recorded from `baseline_from` (what main would have committed: the clean trace,
-    or main's folder of traces laid out under the same names). `traces`: paths, or file names -> paths."""
+    or main's folder of traces laid out under the same names). `traces`: paths, or file names -> paths. `config`:
+    the checkout's kernlint.toml, if any."""
     def lay_out(folder: Path, files) -> None:
         folder.mkdir(parents=True)
         for name, trace in (files.items() if isinstance(files, dict) else ((t.name, t) for t in files)):
             shutil.copy(trace, folder / name)
 
     lay_out(workspace / "traces", traces)
+    if config is not None:
+        (workspace / "kernlint.toml").write_text(config)
     main_traces = workspace.parent / "main-traces"
     lay_out(main_traces, baseline_from)
     subprocess.run([str(VENV_BIN / "kernlint"), "baseline", "record", str(main_traces), "-o",
@@ -133,8 +136,11 @@ def workflow_runs(tmp_path_factory) -> dict[str, WorkflowRun]:
     # request's, whose layer regressed (the new_ones placeholder) and whose dummy init did not.
     main_folder = {"layer.pt.trace.json.gz": LAYER_CLEAN, "dummy_init.pt.trace.json.gz": INIT_FIXED}
     pr_folder = {"layer.pt.trace.json.gz": LAYER_REGRESSED, "dummy_init.pt.trace.json.gz": INIT_FIXED}
+    # The subject is the regression (KL001, and the baseline rules KL8xx). Both programs' recorded traces predate
+    # fixes the new rules rightly flag on both sides (dummy_init_fixed randomizes weight_scale: KL005; the
+    # layer's RMSNorm is a chain of kernels: KL902), so the checkout's config selects the subject's rules.
     runs["two-programs"] = _run_workflow(tmp_path_factory.mktemp("two-programs") / "checkout", pr_folder,
-                                         baseline_from=main_folder)
+                                         baseline_from=main_folder, config='select = ["KL001", "KL8"]\n')
     return runs
 
 

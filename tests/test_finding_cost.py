@@ -92,7 +92,8 @@ def test_a_fill_costs_its_device_time():
         kernel = kernels[launches[f.ts]["args"]["correlation"]]
         assert "FillFunctor" in kernel["name"]
         assert f.cost.basis == "device time" and f.cost.us == pytest.approx(kernel["dur"]) == f.device_us
-        assert f.cost.of == "the scope" and 0 < f.cost.share <= 1   # no ProfilerStep: the module instance
+        # no ProfilerStep: the module instance; a fill is a share of the device time the scope launched
+        assert f.cost.of == "the scope's device time" and 0 < f.cost.share <= 1
 
 
 def test_a_cpu_trace_finding_is_costed_on_its_step():

@@ -8,12 +8,16 @@ import pytest
 from conftest import FIXTURES
 from kernlint.trace.load import load_trace
 from kernlint.trace.names import (
+    BREAKDOWN_CATEGORIES,
+    BREAKDOWN_CATEGORY_TABLE,
+    BREAKDOWN_FROM_DEVICE_CATEGORY,
     DEVICE_CATEGORIES,
     HOST_CATEGORIES,
     KERNEL_CATEGORY_TABLE,
     NAMED_PATTERNS,
     OP_CATEGORY_TABLE,
     RUNTIME_CATEGORY_TABLE,
+    classify_breakdown,
     classify_kernel,
     classify_op,
     classify_runtime,
@@ -140,6 +144,72 @@ def test_kernel_names(name, short, category):
     assert classify_kernel(name) == category
     if short is not None:
         assert short_kernel_name(name) == short
+
+
+# Breakdown categories ("where the time goes", kernlint.trace.time_breakdown) of real names: the H200 fixtures,
+# fixtures/external (resnet50 on V100, HTA's traces, TraceLens' vLLM on MI300X), and the libraries' sources.
+BREAKDOWN_KERNELS = [
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0",
+     "attention"),
+    ("void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>(float*, float const*, "
+     "int, int, int, bool const*, int, bool)", "attention"),
+    ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)", "attention"),
+    ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+     "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)", "reduce"),
+    ("kernel_unified_attention_2d", "attention"),
+    ("void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::half_t>>()",
+     "attention"),
+    ("fmha_cutlassF_f16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::half_t>::Params)",
+     "attention"),
+    ("void vllm::paged_attention_v1_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128>()", "attention"),
+    ("_fwd_kernel", "attention"),
+    ("triton_per_fused__softmax_0", "attention"),
+    ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(cudnnTensorStruct, float const*)", "norm"),
+    ("void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float, float, float, float)", "norm"),
+    ("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassINS_27Rmsnorm2dFwdPipelineProblemI",
+     "norm"),
+    ("_rms_norm_kernel", "norm"),
+    ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float)", "norm"),
+    ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", "norm"),
+    ("triton_red_fused_add_sum_0", "reduce"),
+    ("triton_poi_fused_add_cos_sin_0", "elementwise"),
+    ("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)0>"
+     "(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)", "copy/layout"),
+    ("void nhwcToNchwKernel<__nv_bfloat16, __nv_bfloat16, float, true, false, (cudnnKernelDataType_t)0>()",
+     "copy/layout"),
+    ("batched_transpose_32x32_half", "copy/layout"),
+    ("Memcpy DtoD (Device -> Device)", "copy/layout"),
+    ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1>(float*)",
+     "copy/layout"),
+    ("Memcpy HtoD (Pageable -> Device)", "host transfer"),
+    ("void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int, int, float const*)", "gemm"),
+    ("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nchw_tilesize128x128x64_kernel__5x_cudnn", "gemm"),
+    ("nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN", "gemm"),
+    ("_matmul_ogs_NNT_bf16xbf16xmxfp4_128x128x128x1_swiglu", "gemm"),
+    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", "communication"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+     "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)", "memset/fill"),
+    ("Memset (Device)", "memset/fill"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+     "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
+     "elementwise"),
+    ("scale_1x128_kernel", "elementwise"),
+    ("void split_embedding_codegen_forward_unweighted_kernel<c10::Half, c10::Half, float, false, long>()",
+     "embedding"),
+]
+
+
+@pytest.mark.parametrize("name, breakdown", BREAKDOWN_KERNELS, ids=[b + ":" + n[:40] for n, b in BREAKDOWN_KERNELS])
+def test_breakdown_categories(name, breakdown):
+    assert classify_breakdown(name, classify_kernel(name)) == breakdown
+
+
+def test_every_device_category_has_a_breakdown_category():
+    assert set(BREAKDOWN_FROM_DEVICE_CATEGORY) == set(DEVICE_CATEGORIES)
+    assert set(BREAKDOWN_FROM_DEVICE_CATEGORY.values()) <= set(BREAKDOWN_CATEGORIES)
+    assert {c for _, c in BREAKDOWN_CATEGORY_TABLE} <= set(BREAKDOWN_CATEGORIES)
+    assert "idle" not in BREAKDOWN_CATEGORIES   # idle is no event's category: time no event covers
 
 
 @pytest.mark.parametrize("name, category", [
@@ -282,6 +352,41 @@ NAMED_CASES = {
     "cast-op": [
         ("aten::_to_copy", True), ("aten::to", False), ("aten::copy_", False), ("aten::_to_copy_out", False),
     ],
+    # -- R9 (eager attention, unfused norms, layout transforms) --
+    "softmax-op": [
+        ("aten::softmax", True), ("aten::_softmax", True), ("aten::_safe_softmax", True),
+        ("aten::log_softmax", False), ("aten::_log_softmax", False), ("aten::_softmax_backward_data", False),
+    ],
+    "attention-matmul-op": [
+        ("aten::matmul", True), ("aten::bmm", True), ("aten::baddbmm", True), ("aten::mm", False),
+        ("aten::linear", False), ("aten::addmm", False),
+    ],
+    "fused-attention-op": [
+        ("aten::scaled_dot_product_attention", True), ("aten::_scaled_dot_product_flash_attention", True),
+        ("aten::_scaled_dot_product_efficient_attention", True), ("aten::_flash_attention_forward", True),
+        ("aten::_scaled_dot_product_cudnn_attention", True), ("flash_attn::_flash_attn_forward", True),
+        ("vllm::unified_attention_with_output", True), ("aten::softmax", False), ("aten::bmm", False),
+    ],
+    "norm-module": [
+        ("Qwen2RMSNorm_0", True), ("LlamaRMSNorm_12", True), ("T5LayerNorm_3", True), ("LayerNorm_0", True),
+        ("RMSNorm_1", True), ("BatchNorm2d_0", False), ("GroupNorm_0", False), ("Linear_0", False),
+    ],
+    "norm-frame": [
+        ("model.py(40): rms_norm", True), ("modeling_llama.py(60): _norm", True),
+        ("layers/layernorm.py(12): layer_norm_fn", True), ("torch/nn/functional.py(2900): layer_norm", True),
+        ("torch/nn/functional.py(2800): batch_norm", False), ("model.py(12): normalize", False),
+        ("torch/nn/utils/clip_grad.py(30): clip_grad_norm_", False), ("bench.py(169): rmsnorm", False),
+        ("vllm/_aiter_ops.py(509): _rocm_aiter_rms_norm_impl", True), ("model.py(3): normalize_rows", False),
+    ],
+    "layout-transform-kernel": [
+        ("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>"
+         "(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)", True),
+        ("void nhwcToNchwKernel<float, float, float, true, false, (cudnnKernelDataType_t)0>(int, int, int, int, "
+         "float const*, float*, float, float)", True),
+        ("batched_transpose_32x32_half", True),
+        ("void at::native::elementwise_kernel<128, 2>(int, at::native::direct_copy_kernel_cuda)", False),
+        ("sm80_xmma_fprop_implicit_gemm_indexed_f32f32_tf32f32_f32_nhwckrsc_nchw", False),
+    ],
     "zero-copy-tensor-frame": [
         ("<built-in method from_numpy of type object at 0x7f10892cea40>", True),
         ("<built-in method frombuffer of type object at 0x7f10892cea40>", True),
@@ -316,7 +421,28 @@ NAMED_CASES = {
         ("_per_token_group_quant_fp8", False),
         ("triton_kernel_unified_attention", False),
     ],
+    # -- FP8 and host patterns (KL203, KL503, KL005) --
+    "pinned-host-alloc-call": [
+        ("cudaHostAlloc", True), ("cudaMallocHost", True), ("hipHostMalloc", True), ("cuMemHostAlloc", True),
+        ("cuMemAllocHost_v2", True),
+        ("cudaHostRegister", False), ("cudaMalloc", False), ("cudaMallocAsync", False), ("hipMalloc", False),
+        ("cudaFreeHost", False),
+    ],
+    "pinned-host-alloc-op": [
+        ("aten::pin_memory", True), ("aten::_pin_memory", True),
+        ("aten::is_pinned", False), ("aten::empty", False), ("aten::pin_memory_backward", False),
+    ],
+    "random-init-op": [
+        ("aten::uniform_", True), ("aten::normal_", True), ("aten::random_", True),
+        ("aten::uniform", False), ("aten::rand", False), ("aten::fill_", False), ("aten::normal", False),
+    ],
     "act-quant-1x128-kernel": [
+        # TensorRT-LLM's fused quantize + UE8M0 pack (trtllm::fp8_quantize_1x128_packed_ue8m0, PR 14348) and
+        # FlashInfer's port of it.
+        ("void tensorrt_llm::kernels::fp8_blockscale_gemm::fp8_quantize_1x128_packed_kernel<4>(__nv_fp8_e4m3*, "
+         "int*, __nv_bfloat16 const*, int, int, int)", True),
+        ("fp8_quantize_1x128_packed_ue8m0", True),
+        ("fp8_quantize_1x1280_kernel", False),
         ("void tensorrt_llm::kernels::fp8_blockscale_gemm::scale_1x128_kernel<__nv_bfloat16>(__nv_fp8_e4m3*, "
          "float*, __nv_bfloat16 const*, int, int)", True),
         ("void tensorrt_llm::kernels::fp8_blockscale_gemm::scale_1x128_reshape_kernel<__nv_bfloat16, "
@@ -551,3 +677,20 @@ def test_a_long_name_classifies_and_shortens(name):
         fn.__wrapped__(name)
     for pattern in NAMED_PATTERNS.values():
         re.search(pattern, name)
+
+
+def test_packed_ue8m0_scale_fills_are_fills_before_the_quant():
+    """KL001 sees the packed-scale zero-fill before the quantization kernel (TensorRT-LLM PR 14348:
+    packedBuf.zero_() in fp8_quantize_1x128_packed_ue8m0; vLLM PR 42988: torch.zeros for the packed FP8
+    scales of per_token_group_quant_fp8_packed_for_deepgemm) as a fill: the kernel and the ops."""
+    kernel = NAMED_PATTERNS["act-quant-1x128-kernel"]
+    op = NAMED_PATTERNS["act-quant-1x128-op"]
+    assert re.search(kernel, "void per_token_group_quant_8bit_packed_kernel<c10::BFloat16, __nv_fp8_e4m3>(...)")
+    assert re.search(op, "trtllm::fp8_quantize_1x128_packed_ue8m0")
+    assert re.search(op, "_C::per_token_group_fp8_quant_packed")
+    assert classify_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, "
+                           "std::array<char*, 1ul> >(int, at::native::FillFunctor<int>, std::array<char*, 1ul>)"
+                           ) == "fill"
+    assert classify_op("aten::zeros") == "fill" and classify_op("aten::zero_") == "fill"
+    assert classify_op("aten::empty_strided") == "alloc"   # the fix: torch.empty_strided, no fill
+

@@ -144,25 +144,26 @@ def test_block(kernlint_check):
 
 
 def test_extra_rule_files_load_beside_the_shipped_rules(project, tmp_path):
+    # a user id: KL901 is a shipped rule since issue 37
     text = (REPO / "rules" / "KL001.toml").read_text()
-    text = text.replace('id = "KL001"', 'id = "KL901"').replace('"fill-before-block-quant"', '"team-fill-rule"')
+    text = text.replace('id = "KL001"', 'id = "ACME901"').replace('"fill-before-block-quant"', '"team-fill-rule"')
     (tmp_path / "team").mkdir()
-    (tmp_path / "team" / "KL901.toml").write_text(text)
+    (tmp_path / "team" / "ACME901.toml").write_text(text)
     project.makepyfile(test_layer='''
 from workload import X, quantize_with_placeholder_scale
 
 
 def test_block(kernlint_check):
-    with kernlint_check(rules=["KL901"]) as run:
+    with kernlint_check(rules=["ACME901"]) as run:
         quantize_with_placeholder_scale(X)
 ''')
     result = project.runpytest("--kernlint-rules", str(tmp_path / "team"))
     result.assert_outcomes(failed=1)
-    assert "KL901 team-fill-rule [error]: aten::ones" in result.stdout.str()
-    # Without the option KL901 does not exist: the selector is an error, raised in the test.
+    assert "ACME901 team-fill-rule [error]: aten::ones" in result.stdout.str()
+    # Without the option ACME901 does not exist: the selector is an error, raised in the test.
     result = project.runpytest()
     result.assert_outcomes(failed=1)
-    assert "selector 'KL901' matches no rule" in result.stdout.str()
+    assert "selector 'ACME901' matches no rule" in result.stdout.str()
 
 
 def test_bad_options_are_usage_errors(project, tmp_path):

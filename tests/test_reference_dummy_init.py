@@ -19,7 +19,7 @@ from kernlint.reference import (
     uniform_fp8_fused_,
     uniform_fp8_grouped_,
 )
-from kernlint.reference.dummy_init import _state_tensors
+from kernlint.reference.dummy_init import _state_tensors, is_scale_name
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 FP8_DTYPES = [torch.float8_e4m3fn, torch.float8_e5m2]
@@ -271,6 +271,9 @@ def test_model_loader_fills_floats_and_leaves_ints(device, mode):
     for name, t in model.state_dict().items():
         if not t.is_floating_point():
             continue
+        if is_scale_name(name):   # scales are set to 1.0, never randomized (KL005)
+            assert torch.equal(t.float(), torch.ones_like(t, dtype=torch.float32)), name
+            continue
         v = t.float()
         assert v.min() >= -1.0625 and v.max() <= 1.0625, name
         assert v.unique().numel() > min(50, t.numel() // 2), name
@@ -287,7 +290,28 @@ def test_model_loader_matches_old_loader(device):
     initialize_dummy_weights(ours, seed=5)
     OLD.initialize_dummy_weights(old, seed=5)
     for (name, a), b in zip(ours.state_dict().items(), old.state_dict().values()):
+        if is_scale_name(name):   # the old loader randomized scales too; ours sets them to 1.0
+            continue
         assert torch.equal(raw_bytes(a), raw_bytes(b)), name
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode", ["fixed", "chunked", "fused", "grouped"])
+def test_scales_are_set_to_one_not_randomized(device, mode):
+    """Block scales (weight_scale), per-tensor scales and inverse scales end up 1.0; the weights beside them
+    and a parameter that merely contains "scale" in a longer word are still randomized."""
+    model = TinyModel(device)
+    model.register_buffer("k_scale", torch.full((), -7.0, device=device))
+    model.register_parameter("weight_scale_inv", nn.Parameter(torch.full((2, 2), -7.0, device=device),
+                                                              requires_grad=False))
+    model.register_parameter("upscaler", nn.Parameter(torch.zeros(64, device=device), requires_grad=False))
+    initialize_dummy_weights(model, seed=3, mode=mode)
+    for name in ("fp8.weight_scale", "k_scale", "weight_scale_inv"):
+        t = model.state_dict()[name]
+        assert torch.equal(t, torch.ones_like(t)), name
+    assert model.upscaler.abs().max() > 0 and model.upscaler.abs().max() <= 1e-3
+    assert model.fp8.weight.float().abs().max() > 0
+    assert not is_scale_name("fp8.weight") and not is_scale_name("upscaler") and is_scale_name("kv_scales")
 
 
 def test_meta_params_are_skipped():

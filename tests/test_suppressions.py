@@ -1,10 +1,13 @@
 """Suppressions (kernlint.rules.suppressions): the bulk file, [per-source-ignores], inline comments; and that
-every output says what was suppressed. Traces: the H200 fixtures in fixtures/traces/gpu (9 findings: KL001 in
-regressed/fp8_linear_new_ones.py and functional_*_regressed.py, KL002 in regressed/dummy_init_old.py)."""
+every output says what was suppressed. Traces: the H200 fixtures in fixtures/traces/gpu (19 findings: KL001 in
+regressed/fp8_linear_new_ones.py and functional_*_regressed.py, KL002 in regressed/dummy_init_old.py; KL005 in both
+dummy-init traces, recorded when the reference init randomized weight_scale; KL902 in the four block and functional
+traces, whose RMSNorm was a chain of kernels)."""
 from __future__ import annotations
 
 import json
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 from conftest import kernlint_in
@@ -13,6 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 GPU = REPO / "fixtures" / "traces" / "gpu"
 NEW_ONES = GPU / "placeholder_new_ones.pt.trace.json.gz"   # one KL001 at regressed/fp8_linear_new_ones.py:17
 CLEAN = GPU / "placeholder_new_empty.pt.trace.json.gz"
+# The findings in GPU, by rule (see the module's docstring).
+GPU_FINDINGS = {"KL001": 6, "KL002": 3, "KL005": 6, "KL902": 4}
 
 
 def _check(cwd: Path, *args) -> subprocess.CompletedProcess:
@@ -28,21 +33,22 @@ def _json(cwd: Path, *args) -> dict:
 def test_suppress_all_then_a_second_run_is_clean_and_says_how_many(tmp_path):
     first = _check(tmp_path, GPU, "--suppress-all")
     assert first.returncode == 0, first.stdout + first.stderr
-    assert "9 suppressed (9 file)" in first.stdout
+    assert "19 suppressed (19 file)" in first.stdout
     saved = json.loads((tmp_path / "kernlint-suppressions.json").read_text())
     assert saved["version"] == 2 and saved["fingerprint-scheme"] == 2
-    assert sum(e["count"] for e in saved["suppressions"].values()) == 9
+    assert sum(e["count"] for e in saved["suppressions"].values()) == 19
     again = _check(tmp_path, GPU)
-    assert again.returncode == 0 and "no findings" in again.stdout and "9 suppressed (9 file)" in again.stdout
+    assert again.returncode == 0 and "no findings" in again.stdout and "19 suppressed (19 file)" in again.stdout
     data = _json(tmp_path, GPU)
-    assert data["findings"] == [] and data["suppressed"]["count"] == 9 and data["suppressed"]["by"] == {"file": 9}
+    assert data["findings"] == [] and data["suppressed"]["count"] == 19 and data["suppressed"]["by"] == {"file": 19}
     assert {f["how"] for f in data["suppressed"]["findings"]} == {"file"}
+    assert Counter(f["rule"] for f in data["suppressed"]["findings"]) == GPU_FINDINGS
     sarif = tmp_path / "out.sarif"
     _check(tmp_path, GPU, "--format", "sarif", "-o", sarif)
     results = json.loads(sarif.read_text())["runs"][0]["results"]
-    assert len(results) == 9 and all(r["suppressions"] == [{"kind": "external", "status": "accepted"}]
+    assert len(results) == 19 and all(r["suppressions"] == [{"kind": "external", "status": "accepted"}]
                                      for r in results)
-    assert "Suppressed 9 finding(s):" in _check(tmp_path, GPU, "-v").stdout
+    assert "Suppressed 19 finding(s):" in _check(tmp_path, GPU, "-v").stdout
 
 
 def test_a_finding_beyond_its_suppressed_count_is_reported(tmp_path):
@@ -53,7 +59,7 @@ def test_a_finding_beyond_its_suppressed_count_is_reported(tmp_path):
     saved["suppressions"][key]["count"] = 1
     path.write_text(json.dumps(saved))
     proc = _check(tmp_path, GPU)
-    assert proc.returncode == 1 and "Found 1 finding(s)" in proc.stdout and "8 suppressed" in proc.stdout
+    assert proc.returncode == 1 and "Found 1 finding(s)" in proc.stdout and "18 suppressed" in proc.stdout
 
 
 def test_suppress_rule_and_prune(tmp_path):
@@ -115,6 +121,7 @@ def _scheme_1_key(f: dict) -> str:
 
 def test_a_version_1_file_still_silences_and_is_rewritten_as_version_2(tmp_path):
     findings = _json(tmp_path, GPU)["findings"]
+    assert Counter(f["rule"] for f in findings) == GPU_FINDINGS
     old: dict[str, dict] = {}
     for f in findings:
         entry = old.setdefault(_scheme_1_key(f), {"rule": f["rule"], "count": 0})
@@ -122,16 +129,16 @@ def test_a_version_1_file_still_silences_and_is_rewritten_as_version_2(tmp_path)
     path = tmp_path / "kernlint-suppressions.json"
     path.write_text(json.dumps({"version": 1, "suppressions": old}))
     proc = _check(tmp_path, GPU)
-    assert proc.returncode == 0 and "9 suppressed (9 file)" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "19 suppressed (19 file)" in proc.stdout, proc.stdout + proc.stderr
     # Rewriting it (prune, suppress-all, suppress-rule) writes the current version, keyed by the new
     # fingerprints, with the counts it had.
     assert _check(tmp_path, GPU, "--prune-suppressions").returncode == 0
     saved = json.loads(path.read_text())
     assert saved["version"] == 2 and saved["fingerprint-scheme"] == 2
     assert set(saved["suppressions"]) == {f["fingerprint"] for f in findings}
-    assert sum(e["count"] for e in saved["suppressions"].values()) == 9
+    assert sum(e["count"] for e in saved["suppressions"].values()) == 19
     again = _check(tmp_path, GPU)
-    assert again.returncode == 0 and "9 suppressed (9 file)" in again.stdout
+    assert again.returncode == 0 and "19 suppressed (19 file)" in again.stdout
 
 
 def test_a_suppressions_file_of_an_unknown_fingerprint_scheme_is_exit_2(tmp_path):

@@ -24,13 +24,18 @@ names: traces of vLLM carry no annotation around dummy init, so rule KL002 finds
   parameters and persistent buffers (what ``state_dict()`` holds for plain modules, without building
   it); everything else takes the ``"fused"`` path one tensor at a time.
 
-Non-FP8 floating-point parameters get ``param.uniform_`` in place in every mode. Meta tensors are skipped
+Scale tensors (state-dict names ending in ``scale``, ``scales`` or ``scale_inv``: ``weight_scale``,
+``weight_scale_inv``, ``input_scale``, ``k_scale``...) are set to 1.0, never randomized: a random scale in
+[low, high] is negative or near zero, so the dequantized weights are garbage (SGLang PR 35491, TensorRT-LLM
+PR 13879; kernlint rule KL005). Other non-FP8 floating-point parameters get ``param.uniform_`` in place in
+every mode. Meta tensors are skipped
 (their values are set later). Non-floating-point parameters (e.g. packed int weights) are left as they
 are, except on ROCm, where vLLM zeroes them so runs are reproducible.
 """
 from __future__ import annotations
 
 import functools
+import re
 from array import array
 
 import torch
@@ -51,6 +56,10 @@ _UNIFORM_BLOCK = 256
 _UNIFORM_UNROLL = 4
 _PHILOX_OFFSET_PER_STEP = 4
 
+# State-dict names of quantization scales (the last name part), as vLLM's and SGLang's loaders name them:
+# weight_scale, weight_scale_inv, input_scale, k_scale, v_scale, kv_scales, ...
+_SCALE_NAME = re.compile(r"(?:^|[._])(?:\w*_)?scales?(?:_inv)?$")
+
 
 def initialize_dummy_weights(model: nn.Module, low: float = -1e-3, high: float = 1e-3, seed: int = 1234,
                              mode: str = "fixed", chunk_numel: int = DEFAULT_CHUNK_NUMEL) -> None:
@@ -63,11 +72,27 @@ def initialize_dummy_weights(model: nn.Module, low: float = -1e-3, high: float =
         raise ValueError(f"initialize_dummy_weights: mode must be one of {MODES}, got {mode!r}")
     if mode == "grouped":
         with torch.no_grad():
-            for param in _fill_grouped(_iter_state_tensors(model), low, high, seed, {}):
+            values = (t for name, t in _iter_named_state_tensors(model) if not _neutral_scale(name, t))
+            for param in _fill_grouped(values, low, high, seed, {}):
                 initialize_single_dummy_weight(param, low, high, seed, mode="fused", chunk_numel=chunk_numel)
         return
-    for param in model.state_dict().values():
-        initialize_single_dummy_weight(param, low, high, seed, mode=mode, chunk_numel=chunk_numel)
+    for name, param in model.state_dict().items():
+        if not _neutral_scale(name, param):
+            initialize_single_dummy_weight(param, low, high, seed, mode=mode, chunk_numel=chunk_numel)
+
+
+def is_scale_name(name: str) -> bool:
+    """Whether a state-dict name is a quantization scale's (``layers.0.weight_scale_inv``, ``k_scale``)."""
+    return bool(_SCALE_NAME.search(name))
+
+
+@torch.no_grad()
+def _neutral_scale(name: str, t: torch.Tensor) -> bool:
+    """Sets a floating scale tensor to 1.0 (a valid, neutral scale) and says so; leaves anything else."""
+    if not is_scale_name(name) or t.device.type == "meta" or not torch.is_floating_point(t):
+        return False
+    t.fill_(1.0)
+    return True
 
 
 @torch.no_grad()
@@ -222,22 +247,26 @@ def _launch_group(key, group, low, high, seed, launch) -> None:
     GroupedLaunch.launch(table, len(ptrs), total[0], dtype, low, high, seed, **launch)
 
 
-def _iter_state_tensors(model: nn.Module):
-    """The parameters and persistent buffers of every module, in ``state_dict()`` order, without
-    ``state_dict()``'s per-tensor detach and key building (a few us a tensor). A generator: the grouped
-    path can launch while the walk goes on."""
+def _iter_named_state_tensors(model: nn.Module):
+    """(local name, tensor) of the parameters and persistent buffers of every module, in ``state_dict()``
+    order, without ``state_dict()``'s per-tensor detach and key building (a few us a tensor). A generator:
+    the grouped path can launch while the walk goes on."""
     stack = [model]
     while stack:
         module = stack.pop()
-        for p in module._parameters.values():
+        for name, p in module._parameters.items():
             if p is not None:
-                yield p
+                yield name, p
         if module._buffers:
             skip = module._non_persistent_buffers_set
             for name, b in module._buffers.items():
                 if b is not None and name not in skip:
-                    yield b
+                    yield name, b
         stack += [child for child in reversed(module._modules.values()) if child is not None]
+
+
+def _iter_state_tensors(model: nn.Module):
+    return (t for _, t in _iter_named_state_tensors(model))
 
 
 def _state_tensors(model: nn.Module) -> list[torch.Tensor]:

@@ -17,7 +17,8 @@ import jinja2
 
 from kernlint._version import __version__
 from kernlint.report import RenderContext
-from kernlint.report.safe import cost_text, format_bytes, format_duration_us, json_safe, printable
+from kernlint.report.breakdown import summary_line
+from kernlint.report.safe import cost_text, format_bytes, format_duration_us, format_share, json_safe, printable
 from kernlint.report.views import Allocations, ReportView, Timeline, build_report_view
 from kernlint.rules.result import CheckResult
 
@@ -180,6 +181,8 @@ def _environment() -> jinja2.Environment:
     env.filters["size"] = format_bytes
     env.filters["safe_text"] = printable
     env.filters["cost"] = cost_text
+    env.filters["share"] = format_share
+    env.filters["time_summary"] = summary_line
     return env
 
 

@@ -19,6 +19,7 @@
       "ts": 123.4,
       "device_us": 0.8 | null, "bytes": null,   # device time of the offending launches; bytes they allocated
       "cost": {"us": 34.7 | null,     # what it costs, measured from the trace (kernlint.rules.cost), on
+               "category": "norm" | null,   # its events' category in the trace's "time" breakdown
                "basis": "host blocked + device idle",   # "copy + host blocked", "device time", "host time",
                                       # "per run" (a baseline change), "allocation" (us null: see bytes)
                "share": 0.013 | null,  # us over what "of" names: "the step" (ProfilerStep#N), "the graph
@@ -60,6 +61,17 @@
                                          "method": "exact|aligned|node-id|pytorch-evidence|kernel-order",
                                          "capture": "capture 1" | null, "edits": 0}, ...]},
               "warnings": ["trace: not timed: ..."],   # what must be seen even when nothing failed (baselines)
+              "time": {"basis": "ProfilerStep|graph replay|profiled window",   # where the device time goes
+                       "steps": 3, "devices": 1,            # (kernlint.trace.time_breakdown); null without
+                       "wall_us": 12300.0,                  # device events. Means per step: the device wall
+                       "busy_us": 11300.0,                  # time, the union of device intervals in it,
+                       "kernel_us": 11300.0,                # the summed device-event time (> busy: streams overlap)
+                       "idle": {"category": "idle", "us_per_step": 1000.0, "share": 0.08},
+                       "categories": [{"category": "gemm", "us_per_step": 5043.0, "share": 0.41}, ...],
+                                      # gemm, attention, norm, elementwise, reduce, embedding, copy/layout,
+                                      # host transfer, communication, memset/fill, other; shares of wall_us
+                       "top": [{"name": "nvjet_sm90_...", "category": "gemm", "us_per_step": 243.0,
+                                "share": 0.02, "launches_per_step": 64.0}, ...]} | null,
               "rules": [{"rule": "KL001", "status": "failed|passed|incomplete|not-applicable",
                          "level": "kernel|op|null",
                          "instances": 2, "reason": null, "note": null, "findings": 1}]}]
@@ -164,6 +176,7 @@ def to_dict(result: CheckResult) -> dict:
              "ranks": rep.ranks, "notes": rep.notes,
              "outside_window": rep.outside_window, "damage": list(getattr(rep, "damage", None) or []),
              "warnings": list(rep.warnings), "graphs": getattr(rep, "graphs", None),
+             "time": getattr(rep, "time", None),
              "rules": [{"rule": o.rule, "status": o.status, "level": o.level, "instances": o.instances,
                         "reason": o.reason, "note": o.note,
                         "findings": len(o.findings)} for o in rep.outcomes]}

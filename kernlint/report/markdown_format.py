@@ -4,6 +4,7 @@ instance, with `(N instances: scopes; steps; ranks; traces)` after the message."
 from __future__ import annotations
 
 from kernlint.report import RenderContext
+from kernlint.report.breakdown import summary_line, top_texts
 from kernlint.report.safe import cost_text, printable
 from kernlint.rules.causes import causes_of, describe_instances
 from kernlint.rules.result import CheckResult, clean_finding, timing_warnings
@@ -39,6 +40,12 @@ def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
             out.append(f"| {_cell(f.rule)} | {_cell(f.severity)} | {_cell(message)} | {_cell(f.source or '')} | "
                        f"{_cell(f.scope)} | {_cell(cost)} | "
                        f"{_cell(f.trace)}{' rank ' + str(f.rank) if f.rank is not None else ''} |")
+    timed = [r for r in result.reports if getattr(r, "time", None)]
+    if timed:   # where each trace's device time goes (kernlint.report.breakdown)
+        out += ["", "### Where the time goes", ""]
+        for r in timed:
+            out.append(f"- {_cell(r.trace)}: {_cell(summary_line(r.time))}; top: "
+                       + "; ".join(_cell(t) for t in top_texts(r.time, 3)))
     baseline_warnings = timing_warnings(result)
     if baseline_warnings:   # what a baseline comparison must show even when nothing failed (unknown timings)
         out += [""] + [f"- baseline: {_cell(w)}" for w in baseline_warnings]

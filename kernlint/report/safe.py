@@ -113,7 +113,11 @@ def measured_cost_text(cost) -> str | None:
     if us is None:
         return None
     share = format_share(cost.share)
-    return f"{format_duration_us(us)} {cost.basis}" + (f" ({share} of {cost.of})" if share and cost.of else "")
+    where = [f"{share} of {cost.of}"] if share and cost.of else []
+    category = getattr(cost, "category", None)
+    if category:   # where it falls in the trace's device-time breakdown
+        where.append(f"in {printable(category)}")
+    return f"{format_duration_us(us)} {cost.basis}" + (f" ({'; '.join(where)})" if where else "")
 
 
 def cost_text(finding) -> str | None:

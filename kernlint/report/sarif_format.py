@@ -194,7 +194,7 @@ def _cost_properties(cost) -> dict:
     if cost is None:
         return {}
     return {"cost_us": finite_number(cost.us), "cost_share": finite_number(cost.share), "cost_basis": cost.basis,
-            "cost_share_of": cost.of}
+            "cost_share_of": cost.of, "cost_category": getattr(cost, "category", None)}
 
 
 def _properties(f) -> dict:
@@ -329,6 +329,9 @@ def to_dict(result: CheckResult) -> dict:
             "invocations": [invocation],
             "results": [_cause_result(cause, rule_index) for cause in causes_of(result)]
             + [_suppressed_result(s, rule_index) for s in getattr(result, "suppressed", [])],
+            # Where each trace's device time goes (kernlint.trace.time_breakdown), as JSON's `traces[].time`.
+            "properties": {"timeBreakdown": [_safe_value({"trace": r.trace, **r.time}) for r in result.reports
+                                             if getattr(r, "time", None)]},
         }],
     })
 

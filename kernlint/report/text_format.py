@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kernlint.report import RenderContext
+from kernlint.report.breakdown import summary_line, top_texts
 from kernlint.report.safe import cost_text, format_bytes, format_duration_us, is_missing, printable
 from kernlint.report.styled import Line, Lines
 from kernlint.rules.causes import (
@@ -247,6 +248,7 @@ def _trace_parts(report, verbosity: int, causes: list[Cause] | None = None,
     else:
         counted = f"  {report.events} events, {device}"
     parts: list = [Line.assemble((where, "bold"), counted)]
+    parts.extend(_time_lines(report, verbosity))
     in_context = [c for c in causes if c.context]
     for cause, first in linked(causes):
         if same_as is not None:
@@ -286,6 +288,16 @@ def _trace_parts(report, verbosity: int, causes: list[Cause] | None = None,
             parts.append(_t(f"  outside the window: {outside}", "dim"))
     parts.append(Line(""))
     return parts
+
+
+def _time_lines(report, verbosity: int) -> list[Line]:
+    """Where the trace's device time goes (kernlint.report.breakdown): one line, and below -q the top costs."""
+    time = getattr(report, "time", None)
+    if not time or verbosity <= QUIET:
+        return []
+    lines = [_t(f"  where the time goes: {summary_line(time)}", "dim")]
+    lines += [_t(f"    {text}", "dim") for text in top_texts(time)]
+    return lines
 
 
 def causes_by_report(result: CheckResult) -> list[list[Cause]]:

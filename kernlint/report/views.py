@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from kernlint.report.breakdown import anchor
 from kernlint.rules.causes import Cause, causes_of, describe_instances, instance_step
 from kernlint.rules.result import CheckResult, Finding, TraceReport, clean_finding, sorted_findings
 from kernlint.rules.schema import Rule
@@ -145,6 +146,7 @@ class FindingView:
     count: int = 1                   # all instances, the one shown included
     listed: list[InstanceView] = field(default_factory=list)  # the one shown and the others, up to MAX_INSTANCES + 1
     where: str = ""                  # where the instances are, in words (describe_instances); "" for one
+    time_id: str | None = None       # the HTML id of its trace's device-time breakdown (kernlint.report.breakdown)
 
 
 @dataclass
@@ -163,6 +165,9 @@ class TraceView:
     timelines: list[Timeline]
     damage: list[str]
     notes: list[str]
+    # Where the device time goes (TraceReport.time) and the HTML id of its section; None without device events.
+    time: dict | None = None
+    time_id: str | None = None
 
 
 @dataclass
@@ -535,7 +540,11 @@ def build_report_view(result: CheckResult, tables: list[EventTable], *, title: s
             f"trace-{n}", report.trace, report.rank, report.events, report.has_device_events, report.has_stacks,
             _gpu(table), kernels, omitted,
             scope_rows(table, index, [f for f in report.findings if _is_own(f, report, rules)]),
-            allocations(table), timelines, list(report.damage), list(report.notes)))
+            allocations(table), timelines, list(report.damage), list(report.notes),
+            time=report.time, time_id=anchor(n) if report.time else None))
+        if report.time:   # the findings link to where their time falls in the trace's breakdown
+            for view in own:
+                view.time_id = view.time_id or anchor(n)
     cross = []
     for report in result.reports:
         if report.subject != "run group" or not report.findings:

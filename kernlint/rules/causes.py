@@ -89,9 +89,15 @@ def _number(value) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _us(f: Finding) -> float | None:
+    """The finding's measured cost in µs (Finding.cost), else its device time."""
+    us = _number(f.cost.us) if f.cost is not None else None
+    return us if us is not None else _number(f.device_us)
+
+
 def _worst_first(f: Finding) -> tuple:
-    """Highest severity, then the largest device time, then the earliest, then the report order."""
-    cost, ts = _number(f.device_us), _number(f.ts)
+    """Highest severity, then the costliest, then the earliest, then the report order."""
+    cost, ts = _us(f), _number(f.ts)
     return (-SEVERITY_ORDER.get(f.severity, -1), -(cost if cost is not None else -math.inf),
             ts if ts is not None else math.inf, finding_sort_key(f))
 
@@ -199,12 +205,23 @@ class Cause:
         return any(SEVERITY_ORDER.get(f.severity, -1) >= threshold for f in self.findings)
 
 
+def costliest_first(causes: Iterable[Cause]) -> list[Cause]:
+    """Causes by severity (what fails the gate first), then by what they cost (all instances summed), the
+    costliest first; causes of equal cost keep their order."""
+    def key(cause: Cause) -> tuple:
+        cost = cause.cost
+        us = _number(cost.us) if cost is not None else None
+        return (-SEVERITY_ORDER.get(cause.severity, -1), -(us if us is not None else -math.inf))
+    return sorted(causes, key=key)
+
+
 def group_causes(findings: Iterable[Finding]) -> list[Cause]:
-    """The findings as causes, in the order of their first instance (findings in report order)."""
+    """The findings as causes, the costliest first (costliest_first), else in the order of their first
+    instance (findings in report order)."""
     by_key: dict[tuple, list[Finding]] = {}
     for f in sorted_findings(findings):
         by_key.setdefault(cause_key(f), []).append(f)
-    return [Cause(key, tuple(found), min(found, key=_worst_first)) for key, found in by_key.items()]
+    return costliest_first(Cause(key, tuple(found), min(found, key=_worst_first)) for key, found in by_key.items())
 
 
 def causes_of(result) -> list[Cause]:
@@ -225,7 +242,7 @@ def by_line(causes: Iterable[Cause]) -> list[Cause]:
             continue
         found = sorted_findings(f for c in same for f in c.findings)
         out.append(Cause(same[0].key, tuple(found), min(found, key=_worst_first)))
-    return out
+    return costliest_first(out)
 
 
 def _named(values: list, limit: int) -> str:

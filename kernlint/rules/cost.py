@@ -9,10 +9,15 @@
   call that issued it; basis "copy + host blocked";
 - avoidable device work (a fill, a cast, a copy, a transform; an op: what it launched): its device time;
   basis "device time". On a trace without device events, an op's own host time; basis "host time";
+- an op or call that launched no device work on a trace that records the device (a pinned allocation, a
+  tensor built from a Python list): its own host time; basis "host time, no device work";
 - a baseline change: its µs a run; basis "per run".
 
-`share` is that time over the step the event ran in: its `ProfilerStep#N` range, else its graph replay, else
-the rule's scope instance, else the profiled window; None, with a reason, where the trace cannot say.
+`share` is of the step the event ran in: its `ProfilerStep#N` range, else its graph replay, else the rule's
+scope instance, else the profiled window; None, with a reason, where the trace cannot say. Device work is a
+share of the device time launched in that step (`of` "the step's device time": what removing it frees, the
+frame of the where-the-time-goes breakdown; a host-bound step's wall time would make every kernel look
+free); a sync, an upload or host work a share of its wall time.
 """
 from __future__ import annotations
 
@@ -23,9 +28,13 @@ from kernlint.trace.names import SYNCING_DEVICE_EVENTS
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.scopes import WINDOW, Scope, ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS
+from kernlint.trace.time_breakdown import event_category
 
 SYNC, UPLOAD, DEVICE_TIME, PER_RUN = "host blocked + device idle", "copy + host blocked", "device time", "per run"
 HOST_TIME = "host time"
+# An op or call that launched no device work on a trace that records the device (a pinned allocation, a
+# tensor built from a Python list): its cost is the host time it holds the step's thread.
+HOST_WORK = "host time, no device work"
 ALLOCATION = "allocation"
 _SYNC_CALL_CATEGORIES = frozenset({"sync"})
 _SYNC_OP_CATEGORY = "sync_op"
@@ -79,6 +88,14 @@ def _uploads(index: ScopeIndex, call: int) -> bool:
     return any(_matches(_PAGEABLE_UPLOAD, index.name[d]) for d in _launched(index, call).tolist())
 
 
+def _blocking_upload(index: ScopeIndex, row: int) -> bool:
+    """A host-to-device copy issued by a call that blocks until it is done (ROCm's hipMemcpyWithStream: its
+    copy says `Host -> Device`, pinned or not; the call is what tells a pageable upload)."""
+    launcher = int(index.launcher[row])
+    return (str(index.category[row]).startswith("memcpy_htod") and launcher >= 0
+            and str(index.category[launcher]) in _SYNC_CALL_CATEGORIES)
+
+
 def _sync_owner(index: ScopeIndex, row: int) -> int:
     """Where a sync's calls are looked for: the outermost op around a runtime call (a `.cpu()` is its copy
     call and the synchronize after it), else the row."""
@@ -92,7 +109,7 @@ def classify(index: ScopeIndex, row: int) -> str:
     """The basis a finding on `row` is costed on."""
     kind = str(index.kind[row])
     if kind in DEVICE_KINDS:
-        if _matches(_PAGEABLE_UPLOAD, index.name[row]):
+        if _matches(_PAGEABLE_UPLOAD, index.name[row]) or _blocking_upload(index, row):
             return UPLOAD
         return SYNC if _syncing_copy(index.name[row]) else DEVICE_TIME
     if kind in ("alloc", "free"):
@@ -188,7 +205,10 @@ def _device_time_us(index: ScopeIndex, row: int) -> tuple[float | None, str]:
         return float(dur[row]), DEVICE_TIME
     if not index.table.has_device_events:
         return float(dur[row]), HOST_TIME
-    return float(dur[_launched(index, row)].sum()), DEVICE_TIME
+    launched = _launched(index, row)
+    if not len(launched) and index.kind[row] in ("op", "runtime"):
+        return float(dur[row]), HOST_WORK
+    return float(dur[launched].sum()), DEVICE_TIME
 
 
 def _step_span(index: ScopeIndex, row: int) -> tuple[float, float] | None:
@@ -217,19 +237,45 @@ def _window_span(index: ScopeIndex) -> tuple[float, float] | None:
     return span
 
 
-def _share(index: ScopeIndex, row: int, scope: Scope | None, us: float | None
+def _device_time_launched(index: ScopeIndex, lo: float, hi: float, replay: int = -1) -> float:
+    """The summed time of the device events launched in [lo, hi) (the events of graph replay `replay`, when
+    given): the device time a step, scope or window ran."""
+    memo = index.memo.get("cost-device-time")
+    if memo is None:
+        rows = index.rows_of(DEVICE_KINDS)
+        rows = rows[np.argsort(index.launch_ts[rows], kind="stable")]
+        dur = index.columns["dur"][rows].astype(float)
+        memo = index.memo["cost-device-time"] = (index.launch_ts[rows].astype(float),
+                                                 np.concatenate(([0.0], np.cumsum(dur))), rows)
+    starts, summed, rows = memo
+    if replay >= 0:
+        mine = rows[index.replay[rows] == replay]
+        return float(index.columns["dur"][mine].astype(float).sum())
+    i, j = int(starts.searchsorted(lo, "left")), int(starts.searchsorted(hi, "left"))
+    return float(summed[j] - summed[i])
+
+
+def _share(index: ScopeIndex, row: int, scope: Scope | None, us: float | None, basis: str | None = None
            ) -> tuple[float | None, str | None, str | None]:
-    """(share, what it is of, why there is none)."""
+    """(share, what it is of, why there is none). Avoidable device work is a share of the device time the
+    step ran (what removing it frees, and the frame of the trace's where-the-time-goes breakdown); a sync, an
+    upload or host work a share of the step's wall time."""
     if us is None:
         return None, None, "no time was measured"
-    for of, span in (("the step", _step_span(index, row)), ("the graph replay", _replay_span(index, row))):
-        if span is not None and span[1] > span[0]:
-            return us / (span[1] - span[0]), of, None
+    device = basis == DEVICE_TIME and index.table.has_device_events
+    replay = int(index.replay[row]) if index.kind[row] in DEVICE_KINDS else -1
+    spans = [("the step", _step_span(index, row), -1), ("the graph replay", _replay_span(index, row), replay)]
     if scope is not None and scope.kind != WINDOW and scope.end > scope.ts and np.isfinite(scope.end - scope.ts):
-        return us / (scope.end - scope.ts), "the scope", None
-    lo, hi = _window_span(index)
-    if hi > lo:
-        return us / (hi - lo), "the profiled window", None
+        spans.append(("the scope", (float(scope.ts), float(scope.end)), -1))
+    spans.append(("the profiled window", _window_span(index), -1))
+    for of, span, in_replay in spans:
+        if span is None or not span[1] > span[0]:
+            continue
+        if not device:
+            return us / (span[1] - span[0]), of, None
+        total = _device_time_launched(index, span[0], span[1], in_replay)
+        if total > 0:
+            return min(us / total, 1.0), f"{of}'s device time", None
     return None, None, "the trace records no step, scope or window with a duration"
 
 
@@ -252,8 +298,9 @@ def finding_cost(index: ScopeIndex, rows, kind: str | None = None, scope: Scope 
             us, kind_of = _device_time_us(index, row)
         total += us
         basis = basis or kind_of
-    share, of, reason = _share(index, rows[0], scope, total)
-    return Cost(us=total, share=share, basis=basis or DEVICE_TIME, of=of, reason=reason)
+    share, of, reason = _share(index, rows[0], scope, total, basis)
+    return Cost(us=total, share=share, basis=basis or DEVICE_TIME, of=of, reason=reason,
+                category=event_category(index, rows))
 
 
 def per_run_cost(us: float | None) -> Cost:

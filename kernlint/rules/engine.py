@@ -36,6 +36,7 @@ from kernlint.trace.graphs import graph_replays
 from kernlint.trace.runs import group_runs, run_identity
 from kernlint.trace.scopes import ScopeIndex
 from kernlint.trace.table import DEVICE_KINDS, EventTable, frame_tree
+from kernlint.trace.time_breakdown import time_breakdown
 from kernlint.trace.window import window_edges
 
 __all__ = ["check_trace", "check_traces", "summarize_trace", "combine_checked", "exit_status",
@@ -125,8 +126,14 @@ def check_trace(table: EventTable, rules: Iterable[Rule], *, cross_rank_reason: 
     report = TraceReport(trace=table.path, events=len(table), has_device_events=table.has_device_events,
                          has_stacks=table.has_stacks, rank=table.meta.rank, outcomes=outcomes,
                          outside_window=window_edges(table).counts(), damage=trace_damage(table).summary(),
-                         notes=notes, warnings=warnings, graphs=graphs.as_dict() if graphs.replays else None)
+                         notes=notes, warnings=warnings, graphs=graphs.as_dict() if graphs.replays else None,
+                         time=_time(table, index))
     return report if in_rank_group else _alone(report, rules, cross_rank_reason or _SINGLE)
+
+
+def _time(table: EventTable, index: ScopeIndex) -> dict | None:
+    breakdown = time_breakdown(table, index)
+    return None if breakdown is None else breakdown.as_dict()
 
 
 def _alone(report: TraceReport, rules: Sequence[Rule], reason: str) -> TraceReport:

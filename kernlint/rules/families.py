@@ -44,6 +44,8 @@ FAMILIES: tuple[Family, ...] = (
                                                            "would do"),
     Family("R8", "graphability", "syncs inside a region meant for CUDA-graph capture; launches per graph "
                                  "launch"),
+    Family("R9", "unfused or layout-bound compute", "eager attention, norms as chains of small kernels, layout "
+                                                    "transforms around convolutions"),
     Family("distributed", "cross-rank divergence", "ranks of one run doing different work"),
     Family("baseline", "baseline comparison", "a trace against a recorded baseline of the same program"),
     Family("other", "other rules", "rules without a family tag"),
@@ -65,7 +67,7 @@ def zoo_cases(tags) -> list[int]:
 
 
 def group_rules(rules) -> list[tuple[Family, list]]:
-    """The rules grouped by family, in the table's order (R1..R8, distributed, baseline, other), each group
+    """The rules grouped by family, in the table's order (R1..R9, distributed, baseline, other), each group
     sorted by id; families without rules are left out."""
     groups: dict[str, list] = {}
     for r in rules:

@@ -14,7 +14,7 @@ import msgspec
 from kernlint.errors import ConfigError, RuleFileError
 from kernlint.rules.checks import REGISTRY
 from kernlint.rules.fields import pattern_fields
-from kernlint.rules.schema import AnchorSpec, Rule, RuleSpec, ScopeSpec
+from kernlint.rules.schema import AnchorSpec, MinCostSpec, Rule, RuleSpec, ScopeSpec
 from kernlint.trace.names import (
     DEVICE_CATEGORIES,
     HOST_CATEGORIES,
@@ -299,6 +299,37 @@ def override_severity(rules: list[Rule], overrides: Mapping[str, str], *, source
         new[rule_id] = severity
     return [Rule(spec=msgspec.structs.replace(r.spec, severity=new[r.id]), path=r.path) if r.id in new else r
             for r in rules]
+
+
+def override_min_cost(rules: list[Rule], table: Mapping[str, object], *, source: str | None = None,
+                      lines: Mapping[str, int] | None = None) -> list[Rule]:
+    """`rules` with the min-cost of a config's [min-cost] (kernlint.config): its `share` and `us` fill in what a
+    rule's file leaves out (never a rule whose file says "none"); a rule's own entry (its id, any case, or its
+    name: a table of `share` / `us`, or "none") wins over both. A rule key that names no rule is an error."""
+    by_key = {**{r.name: r.id for r in rules}, **{r.id: r.id for r in rules}}
+    default = {k: v for k, v in table.items() if k in ("share", "us")}
+    own: dict[str, object] = {}
+    for key, value in table.items():
+        if key in ("share", "us"):
+            continue
+        rule_id = by_key.get(key.upper()) or by_key.get(key.lower())
+        if rule_id is None:
+            raise ConfigError(source, f"[min-cost] {key}: no rule {key!r} (known: "
+                                      f"{', '.join(r.id for r in rules) or 'none'})", (lines or {}).get(key))
+        own[rule_id] = value
+    out = []
+    for r in rules:
+        spec = r.spec.min_cost
+        if r.id in own:
+            value = own[r.id]
+            spec = "none" if value == "none" else MinCostSpec(**{**default, **value})
+        elif spec != "none" and default:
+            mine = {} if spec is None else {k: getattr(spec, k) for k in ("share", "us")
+                                            if getattr(spec, k) is not None}
+            spec = MinCostSpec(**{**default, **mine})
+        out.append(r if spec is r.spec.min_cost else Rule(spec=msgspec.structs.replace(r.spec, min_cost=spec),
+                                                          path=r.path))
+    return out
 
 
 @dataclass(frozen=True)

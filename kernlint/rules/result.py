@@ -38,6 +38,9 @@ class Cost:
     basis: str
     of: str | None = None
     reason: str | None = None
+    # The breakdown category (kernlint.trace.time_breakdown) of the device time it costs: where in the trace
+    # report's "where the time goes" it falls. None where no device event was found.
+    category: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,9 @@ class TraceReport:
     # CUDA-graph replays and how many of their device events were attributed (kernlint.trace.graphs); None
     # for a trace that replays no graph.
     graphs: dict | None = None
+    # Where the device time goes (kernlint.trace.time_breakdown.TimeBreakdown.as_dict): per step, by breakdown
+    # category, idle, the top costs. None for a trace without device events and for group / baseline reports.
+    time: dict | None = None
 
     @property
     def findings(self) -> list[Finding]:
@@ -167,13 +173,20 @@ def decided(rule, findings: list[Finding], level: str | None, instances: int, no
     if not instances and not findings:
         # Nothing was there to check: a pass would be vacuous.
         return not_applicable(rule, "nothing of the rule's kind to judge in the trace (0 instances)")
+    floor = failing_floor(rule)
+    failing = any(SEVERITY_ORDER[f.severity] >= floor for f in findings)
+    return RuleOutcome(rule.id, rule.name, rule.severity, STATUS_FAILED if failing else STATUS_PASSED,
+                       level=level, instances=instances, findings=findings, note=note)
+
+
+def failing_floor(rule) -> int:
+    """The lowest severity rank (SEVERITY_ORDER) of a finding that fails the rule: its own severity, or its
+    window severity where it ran on the profiled window."""
     floor = SEVERITY_ORDER[rule.severity]
     scope = getattr(rule.spec, "scope", None)
     if scope is not None and scope.window:
         floor = min(floor, SEVERITY_ORDER[scope.window_severity])
-    failing = any(SEVERITY_ORDER[f.severity] >= floor for f in findings)
-    return RuleOutcome(rule.id, rule.name, rule.severity, STATUS_FAILED if failing else STATUS_PASSED,
-                       level=level, instances=instances, findings=findings, note=note)
+    return floor
 
 
 # One rule's verdict over several traces: the first of these that any trace has.

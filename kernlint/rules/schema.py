@@ -35,7 +35,7 @@ references = ["..."]
 """
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Annotated, Literal, Union
 
 import msgspec
 
@@ -80,6 +80,14 @@ class ScopeSpec(_Strict):
         return bool(self.annotations or self.modules or self.frames or self.ops)
 
 
+class MinCostSpec(_Strict):
+    """[min-cost]: below `us` µs, or below `share` of the step, in every step, a cause is negligible
+    (kernlint.rules.negligible); what is left out takes the configured or default value."""
+
+    share: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
+    us: Annotated[float, msgspec.Meta(ge=0)] | None = None
+
+
 class DocsSpec(_Strict):
     what_it_does: str
     why_is_this_bad: str
@@ -104,6 +112,9 @@ class RuleSpec(_Strict):
     scope: ScopeSpec = ScopeSpec()
     requires_device: bool = False
     tags: list[str] = []
+    # Severity follows cost: the rule's min-cost, or "none" for a rule whose findings keep their severity
+    # whatever they cost (the mission's structural rules); None: the configured or default min-cost.
+    min_cost: MinCostSpec | Literal["none"] | None = None
 
 
 class Rule(msgspec.Struct, frozen=True):

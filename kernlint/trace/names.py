@@ -268,6 +268,63 @@ def makes_launcher_sync(device_event_name: str) -> bool:
     return _SYNCING_DEVICE_EVENT.search(device_event_name) is not None
 
 
+# -- device-time breakdown categories (issue 37, item 3; kernlint.trace.time_breakdown) --
+# "Where the time goes": the coarse categories a step's device time is split into, in display order. They
+# answer the engineer's first question about a step (how much is GEMM, attention, norms, layout changes,
+# communication, idle), which the device categories above do not: those put softmax and norms in `reduce`
+# and attention kernels in `triton` or `other`. `idle` is not a kernel's category: it is the step's device
+# wall time that no device event covers (kernlint.trace.time_breakdown).
+BREAKDOWN_CATEGORIES = (
+    "gemm", "attention", "norm", "elementwise", "reduce", "embedding", "copy/layout", "host transfer",
+    "communication", "memset/fill", "other",
+)
+# Ordered, first match wins, tried where an identifier token starts (as KERNEL_CATEGORY_TABLE); a name no line
+# matches takes its device category's breakdown category (BREAKDOWN_FROM_DEVICE_CATEGORY).
+BREAKDOWN_CATEGORY_TABLE: tuple[tuple[str, str], ...] = (
+    # log-softmax is a loss or a sampler's log-probabilities, not attention (cunn_SoftMaxForward's
+    # LogSoftMaxForwardEpilogue template argument says so; inductor names it `_log_softmax`).
+    (r"LogSoftMax|log_?softmax|logsoftmax", "reduce"),
+    # Attention: FlashAttention 2/3 (flash_fwd_kernel, flash_fwd_splitkv_kernel, flash_bwd_*, FlashAttnFwdSm90),
+    # FlashMLA, xFormers / CUTLASS / CK / AITER fmha (fmha_cutlassF, FmhaFwdKernel, fmha_fwd), torch's
+    # memory-efficient SDPA (efficient_attention_*), cuDNN SDPA (cudnn_generated_fort_native_sdpa_*), vLLM's
+    # paged and Triton attention (paged_attention_v1_kernel, kernel_unified_attention_2d, prefix-prefill's
+    # _fwd_kernel), FlashInfer (BatchPrefillWithPagedKVCacheKernel, BatchDecodeWith...), Triton tutorials'
+    # _attn_fwd; and the softmax of eager attention (softmax_warp_forward, cunn_SoftMaxForward, inductor's
+    # triton_per_fused__softmax_*): softmax in an LLM is attention's.
+    (r"flash_?(?:fwd|bwd|attn|mla)|Flash_?(?:Attn|MLA)|[Ff]mha|FMHA|[Aa]ttention|attn_(?:fwd|bwd)|sdpa|SDPA"
+     r"|^_fwd_kernel|flashinfer|(?:Batch|Single)(?:Prefill|Decode)With|softmax|SoftMax|Softmax", "attention"),
+    # Normalization layers: layer / RMS / batch / group / instance norm (torch's vectorized_layer_norm_kernel,
+    # RowwiseMomentsCUDAKernel, GammaBetaBackwardCUDAKernel; cuDNN's bn_fw_* / bn_bw_*; MIOpen's
+    # MIOpenBatchNorm*; vLLM's rms_norm_kernel / fused_add_rms_norm_kernel; CK's Rmsnorm2dFwd; apex's
+    # cuApplyLayerNorm), and inductor's reductions that are a norm by their fused ops (RMSNorm is
+    # mean-pow-rsqrt, LayerNorm var_mean).
+    (r"[Ll]ayer_?[Nn]orm|[Rr]ms_?[Nn]orm|RMSNorm|[Bb]atch_?[Nn]orm|BatchNorm|[Gg]roup_?[Nn]orm|[Ii]nstance_?[Nn]orm"
+     r"|bn_fw|bn_bw|RowwiseMoments|GammaBeta|^triton_(?:red|per)_fused_\w*?(?:rsqrt|var_mean)", "norm"),
+    # Layout changes the device category calls elementwise or does not know: transposes (cuBLAS's
+    # transpose_*, MIOpen's batched_transpose_*, torch's permute kernels), cuDNN's and TensorRT's
+    # NCHW <-> NHWC conversions.
+    (r"[Tt]ranspose|permute|nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw", "copy/layout"),
+)
+# The breakdown category of each device category (kernlint.trace.names.DEVICE_CATEGORIES) for names that no
+# line of BREAKDOWN_CATEGORY_TABLE matched. Casts, random numbers, quantization and unknown Triton kernels are
+# elementwise work; device-to-device copies are layout; copies to or from the host are host transfers.
+BREAKDOWN_FROM_DEVICE_CATEGORY: dict[str, str] = {
+    "gemm": "gemm", "elementwise": "elementwise", "cast": "elementwise", "rng": "elementwise",
+    "quant": "elementwise", "triton": "elementwise", "reduce": "reduce", "embedding": "embedding",
+    "copy": "copy/layout", "memcpy_dtod": "copy/layout", "memcpy_htod": "host transfer",
+    "memcpy_dtoh": "host transfer", "memcpy_other": "host transfer", "comm": "communication",
+    "fill": "memset/fill", "memset": "memset/fill", "other": "other",
+}
+_BREAKDOWN_TABLE = _Table(BREAKDOWN_CATEGORY_TABLE, _TOKEN_START)
+
+
+@lru_cache(maxsize=65536)
+def classify_breakdown(name: str, device_category: str) -> str:
+    """Breakdown category of a device event from its full name and its device category."""
+    return _BREAKDOWN_TABLE.first_match(name, "") or BREAKDOWN_FROM_DEVICE_CATEGORY.get(device_category, "other")
+# -- end device-time breakdown --
+
+
 # Whole [scope] tables a rule names as `scope = "@name"`, instead of copying the block.
 SCOPE_PRESETS: dict[str, dict] = {
     # Hot scopes: step and serving ranges (ProfilerStep#N, execute_model, forward_decode, decode_step,
@@ -450,8 +507,11 @@ NAMED_PATTERNS: dict[str, str] = {
     # persistent reduction, template. `triton_red_fused__fused_rms_norm_scale_1x128_0` holds an RMSNorm fused
     # with the quant's input, not the quant: such a kernel is never an anchor by a substring of its name.
     "inductor-generated-kernel": r"^triton_(?:poi|red|per|tem)_",
+    # TensorRT-LLM's fused quantize + UE8M0 packing (trtllm::fp8_quantize_1x128_packed_ue8m0, SM100) launches
+    # fp8_quantize_1x128_packed_* kernels; before PR 14348 it zeroed its packed scale buffer first (a
+    # FillFunctor<int> in the op's scope before the quant kernel: KL001's finding).
     "act-quant-1x128-kernel": r"(?<![A-Za-z0-9])(?:scale_1x128(?!\d)|per_token_group_quant_(?:fp8|8bit)"
-                              r"|per_token_cast_to_fp8)",
+                              r"|per_token_cast_to_fp8|fp8_quantize_1x128(?!\d))",
     # Ops and record_function ranges of the same quantization (CPU traces, or ops above the kernel):
     #   kernlint's scale_1x128 range; vLLM's vllm::per_token_group_quant_fp8 custom op and its
     #   _C::per_token_group_fp8_quant(_packed); SGLang's sgl_kernel::sgl_per_token_group_quant_8bit(_v2) and
@@ -470,6 +530,20 @@ NAMED_PATTERNS: dict[str, str] = {
     # initialize_dummy_weights (any case, as a whole word). Not _dummy_run, dummy_batch.
     "dummy-weight-init-range": r"(?i)(?<![a-z0-9])(?:dummy_(?:weights?_)?init(?:iali[sz]ation)?"
                                r"|init(?:iali[sz]e)?_(?:single_)?dummy_weights?)(?![a-z0-9])",
+    # -- FP8 and host patterns (KL203, KL503, KL005) --
+    # Runtime calls that allocate page-locked host memory: what Tensor.pin_memory() and pin_memory=True
+    # factories reach (CUDA's caching host allocator calls cudaHostAlloc; ROCm hipHostMalloc), and the driver
+    # API forms. Slow, serialized in the driver, host-blocking (vLLM PR 37006). Not cudaHostRegister (it pins
+    # memory that exists, usually once at set-up).
+    "pinned-host-alloc-call": r"^(?:cudaHostAlloc|cudaMallocHost|hipHostMalloc|hipHostAlloc|hipMallocHost"
+                              r"|cuMemHostAlloc|cuMemAllocHost)(?:_v\d+)?$",
+    # Ops that copy a tensor into newly pinned host memory (Tensor.pin_memory(); _pin_memory is its kernel).
+    "pinned-host-alloc-op": r"^aten::_?pin_memory$",
+    # Random ops of dummy weight init that overwrite a tensor's values (KL005 asks which of them hit a scale).
+    # In-place random fills (`tensor.uniform_()`...): the op's first argument is the tensor it overwrites.
+    "random-init-op": r"^aten::(?:uniform_|normal_|random_|bernoulli_|exponential_|log_normal_|cauchy_"
+                      r"|geometric_)$",
+    # -- end FP8 and host patterns --
     # Ranges that profilers and compilers wrap around whole steps or graphs, never a layer's scope:
     # torch.profiler's ProfilerStep#N (and its `PyTorch Profiler (0)` span), torch.compile's
     # `## Call CompiledFxGraph <hash> ##`, `Torch-Compiled Region: 0/0`, `CompiledFunction(Backward)`,
@@ -581,6 +655,29 @@ NAMED_PATTERNS: dict[str, str] = {
                          r"|einsum|view_as_complex|view_as_real|complex|_reshape_alias|t|mul_|div_|add_|sub_"
                          r"|neg_|pow_)$",
     # -- end R6/R7 --
+    # -- R9: unfused or layout-bound compute (KL901-KL903) --
+    # The softmax of eager attention (Hugging Face's eager_attention_forward, `F.softmax(scores, -1)`):
+    # aten::softmax and its kernel op _softmax; not log_softmax (a classifier's loss).
+    "softmax-op": r"^aten::(?:_?softmax|_safe_softmax)$",
+    # The matmuls of eager attention around its softmax: `q @ k.transpose(-2, -1)` and `probs @ v`.
+    "attention-matmul-op": r"^aten::(?:matmul|bmm|baddbmm)$",
+    # Fused attention, what eager attention should be: torch's SDPA and its flash / memory-efficient / cuDNN
+    # kernels' ops, FlashAttention's flash_attn ops, vLLM's unified attention.
+    "fused-attention-op": r"^aten::(?:scaled_dot_product_attention|_scaled_dot_product_(?:flash|efficient|cudnn)"
+                          r"_attention\w*|_flash_attention_forward|_efficient_attention_forward)$"
+                          r"|^flash_attn(?:::|_)|^vllm::unified_attention",
+    # nn.Modules of RMSNorm and LayerNorm, by class name (as printed, `Qwen2RMSNorm_0`): Hugging Face's
+    # LlamaRMSNorm, Qwen2RMSNorm, T5LayerNorm, torch's LayerNorm and RMSNorm, vLLM's RMSNorm. Not BatchNorm,
+    # GroupNorm.
+    "norm-module": r"(?:RMS|Rms|Layer)Norm",
+    # Python functions that compute an RMS or layer norm (`rms_norm`, `_norm`, `layer_norm_fn`,
+    # `_rocm_aiter_rms_norm_impl`); not a caller named after them (`rmsnorm_benchmark`), not batch_norm.
+    "norm-frame": r"\.py\(\d+\): (?:(?:\w*_)?(?:rms_norm|layer_norm)(?:_fn|_forward|_impl)?|_norm)$",
+    # Kernels that only convert a tensor's layout around a convolution: cuDNN's nchwToNhwcKernel and
+    # nhwcToNchwKernel (`void cudnn::ops::nchwToNhwcKernel<...>`, older cuDNN without the namespace), MIOpen's
+    # batched_transpose_* kernels.
+    "layout-transform-kernel": r"nchwToNhwc|nhwcToNchw|batched_transpose",
+    # -- end R9 --
     # -- torch.compile's generated code (issue 36) --
     # The op torch.compile wraps around one call of a compiled graph: what runs inside it was launched by the
     # compiler's generated code, in the graph's order, with no module or frame of the layer around it.

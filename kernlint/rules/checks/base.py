@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from kernlint.registry import Registry
+from kernlint.rules.cost import DEVICE_TIME, per_run_cost
 from kernlint.rules.cost import finding_cost as event_cost
-from kernlint.rules.cost import per_run_cost
 from kernlint.rules.result import Finding, RuleOutcome
 from kernlint.trace.graphs import graph_replays
 from kernlint.trace.names import frame_parts
@@ -98,7 +98,8 @@ def named_scopes(index: ScopeIndex, rule: Rule) -> list[Scope]:
 
 def make_finding(rule: Rule, index: ScopeIndex, row: int, scope: Scope, message: str,
                  anchor: str | None, event: str | None = None, severity: str | None = None,
-                 context: str | None = None) -> Finding:
+                 context: str | None = None, cost=None) -> Finding:
+    """A finding on `row` in `scope`; `cost` when the check already measured it (kernlint.rules.cost)."""
     op = int(index.op[row]) if index.kind[row] != "op" else row
     top = int(index.top_op[row])
     source = index.source[row]
@@ -119,8 +120,8 @@ def make_finding(rule: Rule, index: ScopeIndex, row: int, scope: Scope, message:
         source=source if isinstance(source, str) else None, anchor=anchor, ts=float(index.launch_ts[row]),
         rank=index.table.meta.rank, function=function_of(index, int(index.user_frame[row])),
         details=event_details(index, row), context=context,
-        group=index.problem_group(row), **finding_cost(index, row),
-        cost=event_cost(index, row, scope=scope),
+        group=index.problem_group(row), **_own_time_and_bytes(index, row, cost),
+        cost=cost if cost is not None else event_cost(index, row, scope=scope),
     )
 
 
@@ -157,7 +158,15 @@ def _rule_unit_of(index: ScopeIndex, rule: Rule, row: int) -> Scope | None:
     return next((u for u in units if u.thread == thread and u.ts <= at < u.end), None)
 
 
-def finding_cost(index: ScopeIndex, row: int) -> dict:
+def _own_time_and_bytes(index: ScopeIndex, row: int, cost) -> dict:
+    """device_time_and_bytes, with the device time of a cost the check measured over several rows."""
+    own = device_time_and_bytes(index, row)
+    if cost is not None and cost.basis == DEVICE_TIME and cost.us is not None:
+        own["device_us"] = float(cost.us)
+    return own
+
+
+def device_time_and_bytes(index: ScopeIndex, row: int) -> dict:
     """What the event at `row` costs: a device event its own duration; an op or range the device time of
     everything launched on its thread while it ran, and the bytes allocated then; an allocation its bytes."""
     dur, nbytes = index.columns["dur"], index.columns["bytes"]

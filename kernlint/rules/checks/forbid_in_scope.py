@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernlint.rules.checks._cost_text import cost_phrase
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register, under_frames
+from kernlint.rules.cost import finding_cost
 from kernlint.rules.evidence import op_args
 from kernlint.rules.fields import Patterns
 from kernlint.rules.filters import kind_filter, needs_a_filter, present_anywhere, scope_rows
@@ -32,6 +34,8 @@ class ForbidInScope(CheckSpec, tag="forbid-in-scope"):
     # An event under the DataLoader's range (collate building CPU tensors) is right but not the step's:
     # info, with context "data loading" (kernlint.rules.noise).
     rank_noise: bool = False
+    # Say each finding's measured cost (µs and share of the step) in its message.
+    cost_in_message: bool = False
 
 
 def _scalar_input(args, row: int) -> bool:
@@ -81,9 +85,11 @@ def run(rule, table, index):
                 continue
             event = str(index.short_name[r])
             context = DATA_LOADING if c.rank_noise and under_data_loader(index, r) else None
+            cost = finding_cost(index, r, scope=scope) if c.cost_in_message else None
             findings.append(make_finding(rule, index, r, scope, f"{event} in {scope.label}"
-                                         + (f" ({context})" if context else ""), None,
-                                         severity=CONTEXT_SEVERITY if context else None, context=context))
+                                         + "".join(f" ({p})" for p in (cost and cost_phrase(cost), context) if p),
+                                         None, severity=CONTEXT_SEVERITY if context else None, context=context,
+                                         cost=cost))
     return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes))
 
 

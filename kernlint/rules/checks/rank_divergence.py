@@ -31,8 +31,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernlint.rules.checks.base import CheckKind, CheckSpec, finding_cost, function_of, named_scopes, register
-from kernlint.rules.cost import finding_cost as event_cost
+from kernlint.rules.checks.base import (
+    CheckKind,
+    CheckSpec,
+    device_time_and_bytes,
+    function_of,
+    named_scopes,
+    register,
+)
+from kernlint.rules.cost import finding_cost
 from kernlint.rules.fields import Patterns
 from kernlint.rules.result import Cost, Finding, RuleOutcome, decided, not_applicable
 from kernlint.trace.names import named_pattern
@@ -176,11 +183,11 @@ def rank_stream(rule, table, index: ScopeIndex) -> RankStream:
         if names:
             dev_by_pos[pos] = intern(tuple(intern(n) for n in names))
         sites.append(intern(tuple(intern(v) for v in _site(index, r))))
-        cost = finding_cost(index, r)
+        cost = device_time_and_bytes(index, r)
         ts.append(float(index.launch_ts[r]))
         device_us.append(cost["device_us"])
         nbytes.append(-1 if cost["bytes"] is None else cost["bytes"])
-        costs.append(event_cost(index, r))
+        costs.append(finding_cost(index, r))
     position = {r: pos for pos, r in enumerate(rows)}
     step_of = _steps_of(index)
     multiset = Counter((str(index.name[r]), _key(index, r, [])[1], step_of(r)) for r in every)
