@@ -346,7 +346,9 @@ def test_finding_article_explains_kl001_with_source_and_op(browser, render):
     articles = b.css('section#findings article.kl-finding[data-rule="KL001"]')
     # The fill of both FP8 linear modules is one cause (one line): one card, both listed inside.
     assert len(articles) == 1, len(articles)
-    assert not b.css('section#findings article.kl-finding:not([data-rule="KL001"])')
+    # The one other card is the RMSNorm's kernel chain (KL902 unfused-norm), rightly: it blames no fill.
+    others = b.css('section#findings article.kl-finding:not([data-rule="KL001"])')
+    assert {a.get_attribute("data-rule") for a in others} <= {"KL902"}, [a.get_attribute("data-rule") for a in others]
     for article in articles:
         assert "What it does" in b.text_content(article) and "2 instances: 2 scopes" in b.text_content(article)
         (source,) = article.find_elements("css selector", ".kl-source")

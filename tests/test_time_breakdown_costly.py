@@ -15,6 +15,7 @@ from conftest import FIXTURES
 from kernlint.cli import main
 from kernlint.trace.load import load_trace
 from kernlint.trace.time_breakdown import PROFILER_STEP, time_breakdown
+from test_time_breakdown import _union as _union_within  # the independent interval union
 
 COSTLY = FIXTURES / "traces" / "gpu-costly"
 TWO_STREAMS = FIXTURES / "external" / "hta__trace_filter_2rank" / "trace_filter__sampled_rank-0.json.gz"
@@ -48,14 +49,6 @@ def _mean(steps: list[list[dict]], pattern: str = "") -> float:
     return sum(e["dur"] for s in steps for e in s if found.search(e["name"])) / len(steps)
 
 
-def _union_within(intervals, lo: float, hi: float) -> float:
-    covered, reach = 0.0, lo
-    for s, e in sorted(intervals):
-        s, e = max(s, reach), min(e, hi)
-        if e > s:
-            covered += e - s
-            reach = e
-    return covered
 
 
 def _categories(bd) -> dict[str, float]:

@@ -79,7 +79,8 @@ def _natural(text: str) -> list:
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text)]
 
 
-def _number(value) -> float | None:
+def number(value) -> float | None:
+    """A finite float of a number-like value; None for a missing, non-numeric or infinite one."""
     if value is None or isinstance(value, bool) or is_missing(value):
         return None
     try:
@@ -91,13 +92,13 @@ def _number(value) -> float | None:
 
 def _us(f: Finding) -> float | None:
     """The finding's measured cost in µs (Finding.cost), else its device time."""
-    us = _number(f.cost.us) if f.cost is not None else None
-    return us if us is not None else _number(f.device_us)
+    us = number(f.cost.us) if f.cost is not None else None
+    return us if us is not None else number(f.device_us)
 
 
 def _worst_first(f: Finding) -> tuple:
     """Highest severity, then the costliest, then the earliest, then the report order."""
-    cost, ts = _us(f), _number(f.ts)
+    cost, ts = _us(f), number(f.ts)
     return (-SEVERITY_ORDER.get(f.severity, -1), -(cost if cost is not None else -math.inf),
             ts if ts is not None else math.inf, finding_sort_key(f))
 
@@ -107,7 +108,7 @@ def _distinct(values: Iterable) -> list:
 
 
 def _total(values: Iterable) -> float | None:
-    present = [v for v in (_number(x) for x in values) if v is not None]
+    present = [v for v in (number(x) for x in values) if v is not None]
     return math.fsum(present) if present else None
 
 
@@ -170,15 +171,15 @@ class Cause:
         """The measured costs (kernlint.rules.cost) of its instances summed: µs on their basis ("mixed" where
         they differ); the share of the summed time is of as many steps as the instances ran in, so it is the
         mean share per instance where every instance has one. None when no instance measured a time."""
-        costs = [f.cost for f in self.findings if f.cost is not None and _number(f.cost.us) is not None]
+        costs = [f.cost for f in self.findings if f.cost is not None and number(f.cost.us) is not None]
         if not costs:
             return None
         bases = _distinct(c.basis for c in costs)
-        shares = [_number(c.share) for c in costs]
+        shares = [number(c.share) for c in costs]
         ofs = _distinct(c.of for c in costs)
         share = (math.fsum(shares) / len(shares) if len(costs) == len(self.findings) and None not in shares
                  and len(ofs) == 1 else None)
-        return Cost(us=math.fsum(_number(c.us) for c in costs), share=share,
+        return Cost(us=math.fsum(number(c.us) for c in costs), share=share,
                     basis=bases[0] if len(bases) == 1 else "mixed",
                     of=f"{ofs[0]}, per instance" if share is not None else None,
                     reason=None if share is not None else "the instances' shares are not of one kind of step")
@@ -210,7 +211,7 @@ def costliest_first(causes: Iterable[Cause]) -> list[Cause]:
     costliest first; causes of equal cost keep their order."""
     def key(cause: Cause) -> tuple:
         cost = cause.cost
-        us = _number(cost.us) if cost is not None else None
+        us = number(cost.us) if cost is not None else None
         return (-SEVERITY_ORDER.get(cause.severity, -1), -(us if us is not None else -math.inf))
     return sorted(causes, key=key)
 

@@ -34,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kernlint.rules.causes import cause_key, instance_step
+from kernlint.rules.causes import cause_key, instance_step, number
 from kernlint.rules.cost import DEVICE_TIME, HOST_WORK, SYNC, UPLOAD
 from kernlint.rules.result import STATUS_FAILED, STATUS_PASSED, Finding, TraceReport, failing_floor
 from kernlint.rules.severity import SEVERITY_ORDER
@@ -80,28 +80,18 @@ class StepCost:
     of: str | None
 
 
-def _finite(value) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def step_costs(findings: Sequence[Finding]) -> list[StepCost] | None:
     """The cause's cost in each step it ran in (its instances' costs summed per trace, rank and step), or None
     when an instance's cost was not measured."""
     per_step: dict[tuple, list] = defaultdict(list)
     for f in findings:
-        us = _finite(f.cost.us) if f.cost is not None and f.cost.basis in DECISIVE_BASES else None
+        us = number(f.cost.us) if f.cost is not None and f.cost.basis in DECISIVE_BASES else None
         if us is None:
             return None
         per_step[(f.trace, f.rank, instance_step(f))].append(f.cost)
     out = []
     for costs in per_step.values():
-        shares = [_finite(c.share) for c in costs]
+        shares = [number(c.share) for c in costs]
         ofs = {c.of for c in costs}
         share = math.fsum(shares) if None not in shares and len(ofs) == 1 else None
         out.append(StepCost(us=math.fsum(float(c.us) for c in costs), share=share, of=next(iter(ofs))))

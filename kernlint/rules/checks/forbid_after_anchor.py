@@ -5,15 +5,13 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from kernlint.rules.anchors import find_anchors
 from kernlint.rules.checks._cost_text import cost_phrase
-from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
-from kernlint.rules.checks.forbid_before_anchor import anchor_reason
+from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
+from kernlint.rules.checks.forbid_before_anchor import op_level_note, scoped_anchors
 from kernlint.rules.cost import finding_cost
 from kernlint.rules.evidence import op_args
 from kernlint.rules.result import decided, not_applicable
-from kernlint.trace import names
-from kernlint.trace.rows import category_ok, inside_any, outermost
+from kernlint.trace.rows import category_ok, outermost
 from kernlint.trace.scopes import AnchorSet, Scope
 
 # Dtypes of block scales: fp32, UE8M0 (one byte, or four packed into an int32).
@@ -118,13 +116,10 @@ def _check(rule, index, level, anchors: list[int], findings: list, where: str = 
 
 
 def run(rule, table, index):
-    level, anchors = find_anchors(rule, table, index)
-    if level is None:
-        return not_applicable(rule, anchor_reason(rule, table), absent=True)
-    if rule.spec.scope.is_named:
-        anchors = np.array(inside_any(index, named_scopes(index, rule), anchors.tolist()), dtype=np.int64)
-        if not len(anchors):
-            return not_applicable(rule, "no anchor lies inside the rule's [scope]")
+    found = scoped_anchors(rule, table, index)
+    if not isinstance(found, tuple):
+        return found
+    level, anchors = found
     notes = []
     groups: dict[int, list[int]] = {-1: anchors.tolist()}
     if level == "kernel":
@@ -134,9 +129,7 @@ def run(rule, table, index):
             if r >= 0:
                 groups.setdefault(int(r), []).append(a)
     elif rule.spec.anchor.kernel:
-        notes.append("kernel-level check not applicable: the trace has no GPU events; checked at op level"
-                     if not table.has_device_events else
-                     f"no kernel matches {names.pattern_label(rule.spec.anchor.kernel)}; checked at op level")
+        notes.append(op_level_note(rule, table))
     findings: list = []
     unscoped: list[int] = []
     for replay, group in groups.items():

@@ -216,7 +216,16 @@ def _check_compiled_by_kernel_order(rule, index, anchors: list[int], findings: l
     return judged
 
 
-def run(rule, table, index):
+def op_level_note(rule, table) -> str:
+    """Why a rule with a kernel anchor was checked at op level."""
+    if not table.has_device_events:
+        return "kernel-level check not applicable: the trace has no GPU events; checked at op level"
+    return f"no kernel matches {names.pattern_label(rule.spec.anchor.kernel)}; checked at op level"
+
+
+def scoped_anchors(rule, table, index):
+    """(level, anchors) of the rule, those inside its [scope] where it names one; or the not-applicable outcome
+    when there is none (forbid-before-anchor, forbid-after-anchor)."""
     level, anchors = find_anchors(rule, table, index)
     if level is None:
         return not_applicable(rule, anchor_reason(rule, table), absent=True)
@@ -224,6 +233,14 @@ def run(rule, table, index):
         anchors = np.array(inside_any(index, named_scopes(index, rule), anchors.tolist()), dtype=np.int64)
         if not len(anchors):
             return not_applicable(rule, "no anchor lies inside the rule's [scope]")
+    return level, anchors
+
+
+def run(rule, table, index):
+    found = scoped_anchors(rule, table, index)
+    if not isinstance(found, tuple):
+        return found
+    level, anchors = found
     notes = []
     backward = _in_backward(index, anchors, level)
     if backward.any():
@@ -248,9 +265,7 @@ def run(rule, table, index):
                          "them: checked from the kernel order only (the kernel-order categories between the "
                          "previous GEMM and the anchor)")
     elif rule.spec.anchor.kernel:
-        notes.append("kernel-level check not applicable: the trace has no GPU events; checked at op level"
-                     if not table.has_device_events else
-                     f"no kernel matches {names.pattern_label(rule.spec.anchor.kernel)}; checked at op level")
+        notes.append(op_level_note(rule, table))
     findings: list = []
     unscoped: list[int] = []
     for replay, group in groups.items():
