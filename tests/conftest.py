@@ -18,8 +18,8 @@ LONGEST_FILES = ("test_cli_hygiene.py", "test_run_and_audit.py", "test_rule_case
 
 
 def pytest_collection_modifyitems(config, items):
-    # The longest files first: pytest-xdist hands out files in this order, so the run does not end with
-    # one worker busy on a long file and the other idle. Order only, never a result.
+    # The longest files first: pytest-xdist hands out tests in this order (and an idle worker steals the
+    # rest), so the run does not end with one worker busy on a long file. Order only, never a result.
     def rank(item) -> int:
         name = item.path.name
         return LONGEST_FILES.index(name) if name in LONGEST_FILES else len(LONGEST_FILES)

@@ -134,8 +134,9 @@ def test_recorded_trace_same_columns(path, monkeypatch):
 
 
 def test_recorded_traces_answered_natively():
-    """Runs after the parametrized test in the same worker (--dist loadfile): kineto's plain traces are
-    answered natively, all but a few chunks (a chunk that falls back is correct, only slower)."""
+    """Runs after the parametrized test, in the worker that ran (most of) it (xdist hands out contiguous runs of
+    tests first): kineto's plain traces are answered natively, all but a few chunks (a chunk that falls back
+    is correct, only slower)."""
     if not TALLY["traces"]:
         pytest.skip("the per-trace test did not run in this process")
     print(f"\nnative chunk reader: {TALLY['traces']} traces, {TALLY['chunks']} chunks, "

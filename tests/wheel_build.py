@@ -1,6 +1,6 @@
 """Building kernlint's wheel and installing it into fresh venvs: shared by the install tests, which sit in
-two files so that the slow capture-extra install runs beside the light-install tests (pytest-xdist gives
-each file to one worker)."""
+two files so that the slow capture-extra install can run beside the light-install tests on another
+pytest-xdist worker."""
 from __future__ import annotations
 
 import os
