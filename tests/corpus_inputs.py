@@ -71,6 +71,18 @@ def pid_fractional(folder: Path) -> list[str]:
     return _check(_write(folder, data))
 
 
+def python_id_list_and_orphan_frame(folder: Path) -> list[str]:
+    """Issue 38, item 8: a `Python id` written as a list (and one as an object) beside a frame whose parent id
+    names no frame: it was `TypeError: unhashable type`, exit 3."""
+    data = _regressed()
+    frames = [e for e in data["traceEvents"] if e.get("cat") == "python_function"
+              and isinstance(e.get("args"), dict) and "Python id" in e["args"]]
+    frames[0]["args"].update({"Python id": [1, 2], "Python parent id": 0})
+    frames[1]["args"].update({"Python id": {"id": 3}, "Python parent id": 0})
+    frames[2]["args"]["Python parent id"] = 987_654_321
+    return _check(_write(folder, data))
+
+
 def pid_integral_float(folder: Path) -> list[str]:
     data = _regressed()
     for e in data["traceEvents"]:
@@ -380,6 +392,11 @@ def utf16_text(folder: Path) -> list[str]:
 
 def scheduler_that_refuses(folder: Path) -> list[str]:
     return ["check", str(REGRESSED), "--scheduler", "tcp://127.0.0.1:1"]   # port 1: nothing listens
+
+
+def scheduler_not_an_address(folder: Path) -> list[str]:
+    """Issue 38, item 12: Dask retried `not a url` for 30 s, then printed its traceback."""
+    return ["check", str(REGRESSED), "--scheduler", "not a url"]
 
 
 def record_from_dangling_correlation(folder: Path) -> list[str]:

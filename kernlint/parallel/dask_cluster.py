@@ -37,6 +37,13 @@ def _distributed():
 def _probe(address: str) -> None:
     """A tcp:// scheduler that refuses or does not answer fails here at once: Dask's client would retry
     for its whole timeout before saying so."""
+    scheme = re.match(r"([a-z]+)://", address)
+    if scheme is None and re.fullmatch(r"\[?[^\]/\s]+?\]?:\d+", address):
+        address = f"tcp://{address}"   # host:port, as Dask reads it
+    elif scheme is None or scheme.group(1) not in _SCHEMES:
+        # Dask would retry such an address for its whole timeout and then print its own traceback (issue 38).
+        raise ConfigError(None, f"--scheduler {address}: not a Dask scheduler address (tcp://HOST:PORT, HOST:PORT, "
+                                f"or {', '.join(f'{s}://...' for s in sorted(_SCHEMES - {'tcp'}))})")
     found = re.fullmatch(r"tcp://\[?([^\]/]+?)\]?:(\d+)/?", address)
     if not found:
         return   # another protocol (tls://, ucx://, inproc://): Dask's client decides
@@ -50,6 +57,8 @@ def _probe(address: str) -> None:
 
 
 _PROBE_S = 5.0
+# The address schemes Dask's comm layer knows.
+_SCHEMES = frozenset({"tcp", "tls", "ucx", "inproc", "ws", "wss"})
 
 
 def _connect(distributed, address: str | None, workers: int):

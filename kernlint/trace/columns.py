@@ -125,7 +125,9 @@ class IdValues:
         if self._raw is None:   # back to exact Python values for the rows kept as int64 so far
             self._raw = [None if v == -1 else v for v in self._array[:at].tolist()]
             self._array = np.empty(0, dtype=np.int64)
-        self._raw.extend(values)
+        # An id written as a list or an object is no id: kept as its JSON text, judged as a text id is (it links
+        # to nothing), never hashed as a list (issue 38, item 8: it was an internal error).
+        self._raw.extend(msgspec.json.encode(v).decode() if isinstance(v, (list, dict)) else v for v in values)
 
     def result(self, n: int) -> np.ndarray | list:
         """An int64 array (-1 where absent) when every value was a plain non-negative int, else the raw
