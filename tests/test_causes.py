@@ -189,7 +189,8 @@ def test_without_stacks_a_cause_is_the_rule_the_scope_less_its_numbering_and_the
     assert len(result.findings) == 9 and all(f.source is None for f in result.findings)
     causes = causes_of(result)
     assert [(c.rule, c.count) for c in causes] == [("KL401", 3), ("KL501", 3), ("KL502", 3)]
-    assert causes[0].key == ("KL401", "annotation ProfilerStep#N", "cudaStreamSynchronize")
+    assert causes[0].key == ("KL401", "annotation ProfilerStep#N", "cudaStreamSynchronize",
+                             "decode-pageable-upload-steps.pt.trace.json.gz")
     assert all(c.steps == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"] for c in causes)
     assert cause_key(result.findings[0])[1] == "annotation ProfilerStep#N"
 
@@ -221,7 +222,7 @@ def test_the_key_and_the_worst_instance():
     causes = group_causes(findings)
     assert [(c.key, c.count) for c in causes] == [
         (("KL001", "pkg/linear.py:17", "kernel"), 3), (("KL001", "pkg/linear.py:17", "memcpy"), 1),
-        (("KL001", "module Linear_N", "fill"), 2), (("KL002", "pkg/linear.py:17", "kernel"), 1)]
+        (("KL001", "module Linear_N", "fill", "rankN.json"), 2), (("KL002", "pkg/linear.py:17", "kernel"), 1)]
     first = causes[0]
     # the worst: an error before an info (whatever its device time), then the most device time
     assert first.representative.severity == "error" and first.representative.device_us == 3.0
@@ -242,3 +243,21 @@ def test_grouping_never_hides_a_failing_finding():
     (cause,) = group_causes(findings)
     assert cause.severity == "error" and cause.fails_at(SEVERITY_ORDER["warning"]) and cause.context is None
     assert exit_status([report]) == 1
+
+
+def test_without_stacks_the_ranks_of_one_program_are_one_cause_and_other_programs_are_not():
+    from kernlint.rules.causes import causes_of
+
+    external = FIXTURES / "external"
+    paths = [external / "kineto__resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz",
+             external / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+             external / "hta__trace_filter_2rank"]
+    rules = [r for r in load_rules() if r.id == "KL501"]
+    result = run_check(CheckRequest(rules=rules, paths=paths))
+    causes = causes_of(result)
+    # Every finding has no source line and the same scope and event name (`Memcpy HtoD` in `ProfilerStep#N`):
+    # one cause per program, not one of 46 instances mixing a ResNet, an MLP and a recommender.
+    assert {c.count for c in causes} == {12, 2, 32} and len(causes) == 3
+    (ranks,) = [c for c in causes if c.count == 32]
+    assert ranks.ranks == [0, 1] and len(ranks.traces) == 2
+    assert {c.severity for c in causes if c.count == 32} == {"info"}   # negligible on both ranks

@@ -378,6 +378,11 @@ NAMED_CASES = {
         ("torch/nn/utils/clip_grad.py(30): clip_grad_norm_", False), ("bench.py(169): rmsnorm", False),
         ("vllm/_aiter_ops.py(509): _rocm_aiter_rms_norm_impl", True), ("model.py(3): normalize_rows", False),
     ],
+    "convolution-op": [
+        ("aten::cudnn_convolution", True), ("aten::convolution_backward", True), ("aten::conv2d", True),
+        ("aten::miopen_convolution", True), ("aten::_convolution", True), ("aten::convolution_overrideable", False),
+        ("aten::conv_tbc_backward", False), ("aten::linear", False),
+    ],
     "layout-transform-kernel": [
         ("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>"
          "(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)", True),

@@ -14,7 +14,8 @@ from kernlint.api import check, resolve_rules
 from kernlint.config import load_config
 from kernlint.errors import ConfigError
 from kernlint.rules.causes import causes_of
-from kernlint.rules.negligible import DEFAULT_MIN_SHARE, MinCost, StepCost, is_negligible, min_cost_of
+from kernlint.rules.negligible import DEFAULT_MIN_SHARE, StepCost, is_negligible, min_cost_of
+from kernlint.rules.schema import MinCostSpec
 
 RESNET = FIXTURES / "external" / "kineto__resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz"
 PLACEHOLDER = FIXTURES / "traces" / "gpu-graphs" / "graph-new-ones-in-window.pt.trace.json.gz"
@@ -96,7 +97,7 @@ def test_a_cost_measured_on_the_host_of_a_cpu_trace_never_makes_a_finding_neglig
 
 
 def test_negligible_means_below_the_floor_or_the_share_in_every_step():
-    limit = MinCost(share=0.005, us=0.5)
+    limit = MinCostSpec(share=0.005, us=0.5)
     assert is_negligible([StepCost(100.0, 0.001, "the step"), StepCost(0.4, 0.5, "the step")], limit)
     assert not is_negligible([StepCost(100.0, 0.001, "the step"), StepCost(100.0, 0.01, "the step")], limit)
     assert not is_negligible([StepCost(100.0, None, None)], limit)   # no share: only the floor can say

@@ -127,9 +127,9 @@ def _causes(causes, position: dict[int, int]) -> list[dict]:
     out = []
     for cause in causes:
         r = clean_finding(cause.representative)
-        rule, where, what = cause.key
+        rule, where, what, *program = cause.key
         key = ({"rule": rule, "source": where, "event_kind": what} if r.source else
-               {"rule": rule, "scope": where, "event": what})
+               {"rule": rule, "scope": where, "event": what, "program": program[0]})
         instances = []
         for f in cause.findings:
             c = clean_finding(f)

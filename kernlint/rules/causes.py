@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from kernlint.rules.fingerprint import normalized_name
 from kernlint.rules.fingerprint import normalized_scope as recording_free_scope
@@ -45,14 +46,24 @@ def normalized_scope(scope: str | None) -> str:
     return text
 
 
-def cause_key(f: Finding) -> tuple[str, str, str]:
+def cause_key(f: Finding) -> tuple[str, ...]:
     """What makes findings one cause. With a source line: (rule, source file:line, event kind). Without one
     (no stacks in the trace): (rule, the scope without its per-instance numbering, the event name without
-    what a recording numbers: an address in `<built-in method item of Tensor object at 0x7f...>`)."""
+    what a recording numbers: an address in `<built-in method item of Tensor object at 0x7f...>`, the
+    program: the trace's file name with its numbers dropped, so that the ranks and recordings of one program
+    are one cause while unrelated programs that share a `ProfilerStep#N` and a `Memcpy HtoD` are not)."""
     if f.source and not is_missing(f.source):
         return (str(f.rule), str(f.source), "" if is_missing(f.event_kind) else str(f.event_kind or ""))
     return (str(f.rule), normalized_scope(None if is_missing(f.scope) else f.scope),
-            normalized_name(None if is_missing(f.event) else str(f.event)))
+            normalized_name(None if is_missing(f.event) else str(f.event)), program_of(f.trace))
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def program_of(trace: str | None) -> str:
+    """A trace's program, as far as its path says: its file name, numbers dropped (`rank-0`, a timestamp)."""
+    return _DIGITS.sub("N", PurePath(str(trace or "")).name)
 
 
 def instance_step(f: Finding) -> str | None:
@@ -118,7 +129,7 @@ class Cause:
     same words in several blocks are as many instances), and the representative a format shows first: the
     worst instance."""
 
-    key: tuple[str, str, str]
+    key: tuple[str, ...]
     findings: tuple[Finding, ...]
     representative: Finding
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from kernlint.rules.causes import cause_key, instance_step, number
 from kernlint.rules.cost import DEVICE_TIME, HOST_WORK, SYNC, UPLOAD
 from kernlint.rules.result import STATUS_FAILED, STATUS_PASSED, Finding, TraceReport, failing_floor
+from kernlint.rules.schema import MinCostSpec
 from kernlint.rules.severity import SEVERITY_ORDER
 
 # The costs measured on the device timeline. An op's host time on a trace without device events (basis
@@ -48,27 +49,16 @@ NEGLIGIBLE = "negligible"
 NEGLIGIBLE_SEVERITY = "info"
 
 
-@dataclass(frozen=True)
-class MinCost:
-    """A cause costing less than `us` µs, or less than `share` of the step, in each of its steps is
-    negligible."""
-
-    share: float = DEFAULT_MIN_SHARE
-    us: float = DEFAULT_MIN_US
-
-
-def min_cost_of(rule) -> MinCost | None:
-    """The rule's min-cost (its file's, with the configured or default values for what it leaves out), or None
+def min_cost_of(rule) -> MinCostSpec | None:
+    """The rule's min-cost (its file's, the configured or default values filling what it leaves out; a cause
+    costing less than `us` µs, or less than `share` of the step, in each of its steps is negligible), or None
     when its findings keep their severity whatever they cost."""
-    if rule.needs_baseline:
-        return None
     spec = rule.spec.min_cost
-    if spec == "none":
+    if rule.needs_baseline or spec == "none":
         return None
-    if spec is None:
-        return MinCost()
-    return MinCost(share=DEFAULT_MIN_SHARE if spec.share is None else float(spec.share),
-                   us=DEFAULT_MIN_US if spec.us is None else float(spec.us))
+    spec = spec or MinCostSpec()
+    return MinCostSpec(share=DEFAULT_MIN_SHARE if spec.share is None else spec.share,
+                       us=DEFAULT_MIN_US if spec.us is None else spec.us)
 
 
 @dataclass(frozen=True)
@@ -98,7 +88,7 @@ def step_costs(findings: Sequence[Finding]) -> list[StepCost] | None:
     return out
 
 
-def is_negligible(costs: Sequence[StepCost], limit: MinCost) -> bool:
+def is_negligible(costs: Sequence[StepCost], limit: MinCostSpec) -> bool:
     """Below the floor, or below the share of its step, in every step."""
     return bool(costs) and all(c.us < limit.us or (c.share is not None and c.share < limit.share) for c in costs)
 
@@ -120,7 +110,7 @@ def apply_min_cost(reports: list[TraceReport], rules: Sequence) -> list[TraceRep
     for report in reports:
         for f in report.findings:
             if limits.get(f.rule) is not None:
-                by_cause[_decision_key(f)].append(f)
+                by_cause[cause_key(f)].append(f)
     demoted: dict[int, str] = {}
     for key, found in by_cause.items():
         if all(SEVERITY_ORDER.get(f.severity, 0) <= SEVERITY_ORDER[NEGLIGIBLE_SEVERITY] for f in found):
@@ -146,13 +136,6 @@ def apply_min_cost(reports: list[TraceReport], rules: Sequence) -> list[TraceRep
                 extra = "its findings cost less than the rule's min-cost (negligible: info)"
                 outcome.note = f"{outcome.note}; {extra}" if outcome.note else extra
     return reports
-
-
-def _decision_key(f: Finding) -> tuple:
-    """What is judged as one: the cause; for a finding without a source line (a trace without stacks), whose
-    cause is only a scope and an event name that other programs share, the cause in its trace."""
-    key = cause_key(f)
-    return key if f.source else (*key, f.trace)
 
 
 def _demote(f: Finding, context: str) -> Finding:

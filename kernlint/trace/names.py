@@ -677,6 +677,8 @@ NAMED_PATTERNS: dict[str, str] = {
     # nhwcToNchwKernel (`void cudnn::ops::nchwToNhwcKernel<...>`, older cuDNN without the namespace), MIOpen's
     # batched_transpose_* kernels.
     "layout-transform-kernel": r"nchwToNhwc|nhwcToNchw|batched_transpose",
+    # The ops layout transforms surround (KL903's subject): a convolution, forward or backward, by any backend.
+    "convolution-op": r"^aten::(?:_?convolution(?:_backward)?|conv[123]d|(?:cudnn|miopen|mkldnn)_convolution\w*)$",
     # -- end R9 --
     # -- torch.compile's generated code (issue 36) --
     # The op torch.compile wraps around one call of a compiled graph: what runs inside it was launched by the

@@ -15,6 +15,9 @@ from kernlint.trace.rows import rows_matching
 
 class CostlyKernels(CheckSpec, tag="costly-kernels"):
     names: Patterns
+    # The ops the flagged kernels belong around (a convolution): with none of them and no flagged kernel in
+    # the trace the rule has no subject, and is not applicable rather than a vacuous pass.
+    subject_ops: Patterns = []
     advice: str = ""
 
 
@@ -32,6 +35,10 @@ def run(rule, table, index):
         return not_applicable(rule, "no annotation, module, frame or op matches the rule's [scope]", absent=True)
     c = rule.spec.check
     rows = rows_matching(index, ("kernel",), "|".join(f"(?:{p})" for p in c.names))
+    if c.subject_ops and not len(rows) and not len(rows_matching(index, ("op",), "|".join(
+            f"(?:{p})" for p in c.subject_ops))):
+        return not_applicable(rule, "none of the ops these kernels surround in the trace (subject-ops): nothing "
+                                    "to judge", absent=True)
     findings = []
     for scope in scopes:
         groups: dict[int, list[int]] = {}

@@ -113,6 +113,10 @@ def run(rule, table, index):
         shape = _shape(args, r, 0)
         if shape is not None and len(shape) >= 3 and shape[-1] == shape[-2] >= c.min_seq:
             square[r] = shape
+    if not square and not len(fused):
+        # Softmax over other shapes (a classifier's [B, V] logits) is no attention: nothing to judge here.
+        return not_applicable(rule, f"no attention in the trace: {len(softmaxes)} softmax op(s), none over "
+                                    f"[.., S, S] scores with S >= {c.min_seq}, and no fused attention op")
     rows = np.array(sorted(square), dtype=np.int64)
     matmul = compile_pattern(c.matmul_ops)
     by_thread = uses_by_thread(index, args) if len(rows) else {}
