@@ -86,7 +86,7 @@ def incomplete_kl001(tmp_path):
     kernel's correlation id then points to no runtime call, so kernlint cannot place it in the module: KL001
     would pass, and must instead say it could not fully check (1 device event with no launch inside the
     window). KL203, KL501 and KL701, which also read device events, are incomplete for the same reason; every
-    other rule keeps its verdict (KL101, KL401 and KL903 pass, the rest are not applicable). Returns the path.
+    other rule keeps its verdict (KL101 and KL401 pass, the rest are not applicable). Returns the path.
     """
     import gzip
     import json

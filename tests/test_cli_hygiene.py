@@ -143,8 +143,8 @@ def test_an_incomplete_verdict_exits_4_and_is_never_a_clean_summary(incomplete_k
     assert data["exit_code"] == 4 and data["rules_incomplete"] == ["KL001", "KL203", "KL501", "KL701"]
     assert data["summary"]["incomplete"] == 4 and data["findings"] == []
     # the rules that read no device event keep their verdicts: the damage does not touch them
-    # (KL903 layout-transform-kernels, issue 37, passes too: the trace has no layout-transform kernel)
-    assert data["rules_passed"] == ["KL101", "KL401", "KL903"]
+    # (KL903 layout-transform-kernels is not applicable: the trace has no convolution and no transform kernel)
+    assert data["rules_passed"] == ["KL101", "KL401"]
     (report,) = data["traces"]
     assert report["damage"] == [LOST_LAUNCH]
     kl001 = {r["rule"]: r for r in report["rules"]}["KL001"]
