@@ -3,7 +3,9 @@
 Exit codes:
   0  no finding at or above --fail-on (default: warning), and everything was fully checked; or --exit-zero
   1  findings at or above --fail-on
-  2  usage error, unreadable or malformed trace, bad rule file, bad option value: one line on stderr
+  2  usage error, unreadable or malformed trace, bad rule file, bad option value, a malformed
+     kernlint-suppressions.json, a plugin (another package's entry point) that failed to load, raised or
+     broke its contract (the line names its entry point and module): one line on stderr
   3  internal error (a bug in kernlint; rerun with --debug for the traceback)
   4  no finding at or above --fail-on, but something could not be fully checked: a rule verdict is
      incomplete (damaged events in a trace) or a folder held entries that could not be read (no
@@ -158,6 +160,12 @@ def _guarded(fn: Callable[..., int], debug: bool, *args, **kwargs) -> None:
     except Exception as exc:  # a bug: still one line unless --debug
         if debug:
             raise
+        from kernlint.registry import plugin_failed
+
+        named = plugin_failed(exc)   # another package's plugin raised: its name, exit 2
+        if named is not None:
+            _error_line(named.one_line())
+            sys.exit(named.exit_code)
         _error_line(f"{type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
                     prefix="kernlint: internal error: ")
         sys.exit(EXIT_INTERNAL)
@@ -521,24 +529,49 @@ def _rendered(result, options: CheckOptions) -> object:
     return get_format(options.fmt).renderer(what)(result, RenderContext(verbosity=options.verbosity))
 
 
+# How a trace read from standard input is named in errors (never the temporary file it is kept in).
+STDIN_NAME = "<stdin>"
+_STDIN_CHUNK = 1 << 20
+
+
 @contextlib.contextmanager
 def _stdin_as_file(traces, limit: int):
-    """`-` among the traces: standard input, read once (bounded) into a temporary trace file."""
+    """`-` among the traces: standard input, copied in chunks into a temporary trace file. The copy stops as
+    soon as it passes `limit` bytes (memory: one chunk), and an error about the file names it `<stdin>`."""
     if not any(str(t) == "-" for t in traces):
         yield list(traces), []
         return
-    data = sys.stdin.buffer.read(limit + 1)
-    if len(data) > limit:
-        raise TraceError("-", f"standard input: more than --max-trace-bytes ({limit} bytes); not checked")
-    if not data:
-        raise TraceError("-", "standard input is empty: no trace to check")
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="kernlint-stdin-") as tmp:
-        name = "stdin.pt.trace.json.gz" if data[:2] == b"\x1f\x8b" else "stdin.pt.trace.json"
+        head = sys.stdin.buffer.read(2)
+        name = "stdin.pt.trace.json.gz" if head == b"\x1f\x8b" else "stdin.pt.trace.json"
         path = Path(tmp) / name
-        path.write_bytes(data)
-        yield [path if str(t) == "-" else t for t in traces], [f"Trace: read from standard input ({path})"]
+        size = len(head)
+        with open(path, "wb") as out:
+            out.write(head)
+            while size <= limit:
+                chunk = sys.stdin.buffer.read(min(_STDIN_CHUNK, limit + 1 - size))
+                if not chunk:
+                    break
+                out.write(chunk)
+                size += len(chunk)
+        if size > limit:
+            raise TraceError(STDIN_NAME, f"standard input: more than --max-trace-bytes ({limit} bytes); not "
+                                         "checked (read no further)")
+        if not size:
+            raise TraceError(STDIN_NAME, "standard input is empty: no trace to check")
+        try:
+            yield [path if str(t) == "-" else t for t in traces], [f"Trace: read from standard input ({path})"]
+        except KernlintError as exc:
+            if exc.path != str(path) and str(path) not in exc.problem:
+                raise
+            renamed = type(exc).__new__(type(exc))   # the same error, naming <stdin> instead of the temp file
+            renamed.__dict__.update(exc.__dict__)
+            renamed.path = STDIN_NAME if exc.path == str(path) else exc.path
+            renamed.problem = exc.problem.replace(str(path), STDIN_NAME)
+            renamed.args = (renamed.one_line(),)
+            raise renamed from None
 
 
 def _run_check(traces, options: CheckOptions, notes=()) -> int:
@@ -562,6 +595,19 @@ def _check_paths(traces, options: CheckOptions, notes=()) -> int:
     extra = {k[len("output_"):]: v for k, v in options.extra.items() if k.startswith("output_") and v is not None}
     renderers = {name: get_format(name).renderer("check") for name in extra}
     needs_tables = chosen.needs_tables or any(get_format(name).needs_tables for name in extra)
+    bad = [m for m in options.extra.get("path_map", ()) if "=" not in m]
+    if bad:
+        raise ConfigError(None, f"--path-map {bad[0]!r}: expected FROM=TO")
+    # --path-map first, then the config's [path-map]: the first matching prefix wins. Built when first needed
+    # (a check whose findings name no source never lists the checkout's files).
+    pairs = [tuple(m.split("=", 1)) for m in options.extra.get("path_map", ())] + list(config.path_map.items())
+
+    @functools.cache
+    def mapping():
+        from kernlint.report.sources import source_map
+
+        return source_map(options.extra.get("source_root"), pairs)
+
     request = CheckRequest(
         rules=_selected_rules(options, config),
         baseline_hint="add --baseline FILE (record one with `kernlint baseline record`)",
@@ -573,24 +619,20 @@ def _check_paths(traces, options: CheckOptions, notes=()) -> int:
         fail_on=options.fail_on, allow_incomplete=options.allow_incomplete, exit_zero=options.exit_zero,
         jobs=resolve_jobs(options.jobs), backend=options.backend, scheduler=options.scheduler,
         keep_tables=needs_tables,   # html's timelines draw from every trace's events
-        notes=list(notes), suppress=lambda reports, chosen: _suppressed(reports, chosen, options, config))
+        notes=list(notes),
+        suppress=lambda reports, chosen: _suppressed(reports, chosen, options, config, mapping))
     result = run_check(request)
     from kernlint.report import RenderContext
 
     if any(f.source for f in result.findings):   # recorded paths -> the checkout's files
-        from kernlint.report.sources import source_map, with_mapped_sources
+        from kernlint.report.sources import with_mapped_sources
 
-        bad = [m for m in options.extra.get("path_map", ()) if "=" not in m]
-        if bad:
-            raise ConfigError(None, f"--path-map {bad[0]!r}: expected FROM=TO")
-        # --path-map first, then the config's [path-map]: the first matching prefix wins
-        pairs = [tuple(m.split("=", 1)) for m in options.extra.get("path_map", ())] + list(config.path_map.items())
-        mapping = source_map(options.extra.get("source_root"), pairs)
-        result = with_mapped_sources(result, mapping)
+        result = with_mapped_sources(result, mapping())
         from kernlint.rules.statements import SourceStatements, with_statement_lines
 
         # the def line -> the statement that issued the op, in the files the map resolved into the checkout
-        result = with_statement_lines(result, SourceStatements(mapping.root, only=lambda f: mapping.path(f) == f))
+        result = with_statement_lines(result, SourceStatements(mapping().root,
+                                                               only=lambda f: mapping().path(f) == f))
 
     for name, path in extra.items():   # the extra outputs first: the main one may be stdout
         _emit(renderers[name](result, RenderContext(verbosity=options.verbosity)), path)
@@ -598,9 +640,10 @@ def _check_paths(traces, options: CheckOptions, notes=()) -> int:
     return result.exit_code
 
 
-def _suppressed(reports, rules, options: CheckOptions, config: Config):
-    """Apply the suppressions (the bulk file, [per-source-ignores], inline comments); first write or prune the
-    bulk file when asked. Returns the reports left and what was suppressed."""
+def _suppressed(reports, rules, options: CheckOptions, config: Config, mapping: Callable[[], Any]):
+    """Apply the suppressions (the bulk file, [per-source-ignores], inline comments: read only from the files
+    the source `mapping` resolves into the checkout); first write or prune the bulk file when asked. Returns
+    the reports left and what was suppressed."""
     from kernlint.rules.suppressions import (
         SUPPRESSIONS_FILE,
         SuppressionFile,
@@ -613,7 +656,8 @@ def _suppressed(reports, rules, options: CheckOptions, config: Config):
     for rule_id in options.suppress_rule:
         if rule_id.upper() not in {r.id for r in rules}:
             raise ConfigError(None, f"--suppress-rule {rule_id}: no such rule among those checked")
-    file = SuppressionFile.read(location) if location.is_file() else None
+    # exists, not is_file: a FIFO or a folder there is refused in one line, never skipped (nor replaced)
+    file = SuppressionFile.read(location) if location.exists() else None
     findings = [f for r in reports for f in r.findings]
     if options.suppress_all or options.suppress_rule:
         new = bulk_entries(findings, None if options.suppress_all else options.suppress_rule)
@@ -622,7 +666,11 @@ def _suppressed(reports, rules, options: CheckOptions, config: Config):
     elif options.prune_suppressions and file is not None:
         file = pruned(file, findings)
         _write_atomically(location, file.text())
-    return apply_suppressions(reports, rules, file=file, per_source=config.per_source_ignores)
+    if not any(f.source for f in findings):
+        return apply_suppressions(reports, rules, file=file, per_source=config.per_source_ignores)
+    # a recorded path the map does not resolve (a file not yet tracked) is read as it is: inside the root only
+    return apply_suppressions(reports, rules, file=file, per_source=config.per_source_ignores, root=mapping().root,
+                              resolve=lambda recorded: mapping().path(recorded) or recorded)
 
 
 @main.command(cls=_ConfiguredCommand)
@@ -937,22 +985,25 @@ def history(baselines, cache, alpha, fmt, output, config_file, isolated, debug):
     def body() -> int:
         import json as _json
 
-        from kernlint.baseline.history import analyse, as_dict
+        from kernlint.baseline.history import HistoryCacheError, analyse, as_dict, read_cache
 
         files: list[Path] = []
         for entry in baselines:
             files += sorted(entry.glob("*.json")) if entry.is_dir() else [entry]
         if len(files) < 4:
             raise ConfigError(None, f"history needs 4 or more baselines, got {len(files)}")
-        loaded = [_read_baseline(f) for f in files]
         previous = None
-        if cache is not None and cache.is_file():
-            try:
-                previous = _json.loads(cache.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise ConfigError(cache, f"not a kernlint history cache ({exc}); remove it") from None
+        ignored = "; not used: searched again, and the cache rewritten"
+        if cache is not None:
+            try:   # a FIFO or a device: exit 2 before any work; a malformed cache: a warning, searched again
+                previous = read_cache(cache)
+            except HistoryCacheError as exc:
+                _warning_line(exc.one_line() + ignored)
+        loaded = [_read_baseline(f) for f in files]
         result, kept = analyse(loaded, [f.name for f in files], alpha=alpha,
                                quantum_ticks=_current_config().thresholds.quantum_ticks, cache=previous)
+        if result.cache_ignored:
+            _warning_line(f"{cache}: {result.cache_ignored}{ignored}")
         if cache is not None:
             _write_atomically(cache, _json.dumps(kept) + "\n")
         if fmt == "json":

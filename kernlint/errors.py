@@ -55,3 +55,9 @@ class WorkloadError(KernlintError):
 
 class BaselineError(KernlintError):
     """A baseline file that cannot be read, is not a kernlint baseline, or has another schema version."""
+
+
+class PluginError(ConfigError):
+    """Another package's plugin (an entry point of a kernlint registry: a check kind, format, parallel backend
+    or workload) that failed or broke its contract. Its line names the plugin's entry point and module, so
+    that the user knows what to update or uninstall; kernlint itself is not at fault (exit 2, not 3)."""

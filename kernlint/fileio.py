@@ -1,4 +1,5 @@
-"""Writing a file whole or not at all. Imports nothing of kernlint, so every layer may use it."""
+"""Writing a file whole or not at all, and SIGTERM / SIGHUP as an error. Imports nothing of kernlint but its
+typed errors, so every layer may use it."""
 from __future__ import annotations
 
 import contextlib
@@ -9,6 +10,8 @@ import stat
 import tempfile
 import threading
 from pathlib import Path
+
+from kernlint.errors import KernlintError
 
 # The run metadata `kernlint run` / `audit` write beside each trace (`<worker>.<ms>.run.json`): known files,
 # never a trace, never "skipped".
@@ -80,6 +83,47 @@ def removed_on_signal(paths: set):
         yield paths
     finally:
         restore()
+
+
+class TerminatedError(KernlintError):
+    """SIGTERM or SIGHUP arrived while kernlint had processes of its own running (a worker pool, a workload):
+    raised where the main thread was, so that they are stopped on the way out, as after Ctrl-C. Its exit
+    code is the shell's for that signal, 128 + signo."""
+
+    def __init__(self, signo: int):
+        self.signo = signo
+        self.exit_code = 128 + signo
+        super().__init__(None, f"terminated by {signal.Signals(signo).name}; the processes kernlint started "
+                               "were stopped and nothing was checked")
+
+
+# The signals that end kernlint as Ctrl-C does (SIGINT is Python's KeyboardInterrupt already).
+_TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def termination_raised():
+    """While the block runs, SIGTERM and SIGHUP raise TerminatedError in the main thread instead of ending
+    the process at once (which would leave its children running and holding its stdout). Only signals left
+    at their default are taken: an ignored one (nohup) stays ignored, a handler set by someone else stays.
+    The previous handlers are back afterwards. Outside the main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, object] = {}
+
+    def handler(signo, frame):
+        raise TerminatedError(signo)
+
+    try:
+        for signo in _TERMINATING_SIGNALS:
+            if signal.getsignal(signo) == signal.SIG_DFL:
+                previous[signo] = signal.signal(signo, handler)
+        yield
+    finally:
+        for signo, before in previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(signo, before)
 
 
 def _target(path: Path) -> Path:

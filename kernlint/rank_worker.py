@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kl-single", dest="single", action="store_true")
     parser.add_argument("--kl-label", dest="label", default=None)
     parser.add_argument("--kl-debug", dest="debug", action="store_true")
+    # Where --kl-single writes its result, apart from the workload's own output (kernlint.capture.child).
+    parser.add_argument("--kl-result", dest="result", default=None)
     # A fixture folder whose regressed/workloads.py names more workloads (`kernlint audit --fixtures DIR`).
     parser.add_argument("--kl-fixtures", dest="fixtures", default=None)
     args = parser.parse_args(argv)
@@ -86,8 +88,8 @@ def _workloads(args) -> dict:
 
 
 def _single(args) -> int:
-    """The workload alone: its trace path, the profiler's log, or its kernlint error, as lines for the parent
-    (kernlint.capture.child)."""
+    """The workload alone: its trace path, the profiler's log, or its kernlint error, as JSON lines in the
+    result file the parent named (kernlint.capture.child), never on stdout, which is the workload's."""
     import json
     import traceback
 
@@ -95,25 +97,32 @@ def _single(args) -> int:
     from kernlint.errors import ConfigError, KernlintError
     from kernlint.workloads import resolve_device
 
-    print("kernlint-child-ready", flush=True)   # the workload's time (--timeout) starts here
+    # Opened before the workload runs and written only by kernlint: whatever the workload does to stdout
+    # (an unfinished line, a closed descriptor), the result reaches the parent whole.
+    result = open(args.result, "a", encoding="utf-8")   # noqa: SIM115 - kept open for the whole run
+
+    def report(**entry) -> None:
+        result.write(json.dumps(entry) + "\n")
+        result.flush()
+
+    report(ready=True)   # the workload's time (--timeout) starts here
     try:
         device = resolve_device(args.device)
         workload = resolve_target(args.target, _workloads(args))
         if workload.distributed:
             raise ConfigError(None, f"{workload.name} is a distributed workload: add --nproc N")
-        result = profile_workload(workload.build, device, args.out, args.run, label=args.label or args.target,
-                                  warmup=args.warmup, steps=args.steps,
-                                  extra={"workload": workload.name, "target": args.target,
-                                         "regressed": workload.regressed})
+        captured = profile_workload(workload.build, device, args.out, args.run, label=args.label or args.target,
+                                    warmup=args.warmup, steps=args.steps,
+                                    extra={"workload": workload.name, "target": args.target,
+                                           "regressed": workload.regressed})
     except KernlintError as exc:
         if args.debug and exc.__cause__ is not None:   # --debug: the workload's own traceback
             traceback.print_exception(exc.__cause__)
-        payload = {"type": type(exc).__name__, "path": exc.path, "problem": exc.problem, "line": exc.line}
-        print(f"kernlint-child-error: {json.dumps(payload)}", flush=True)
+        report(error={"type": type(exc).__name__, "path": exc.path, "problem": exc.problem, "line": exc.line})
         return 1
-    for line in result.profiler_log:
-        print(f"kernlint-child-profiler: {line}")
-    print(f"kernlint-child-trace: {result.trace}", flush=True)
+    for line in captured.profiler_log:
+        report(profiler=line)
+    report(trace=str(captured.trace))
     return 0
 
 

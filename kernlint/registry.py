@@ -4,7 +4,9 @@ A registry holds named items. It fills itself on first use: the built-ins first 
 modules that register them), then every entry point of its group (`[project.entry-points."kernlint.formats"]
 mine = "my_pkg.my_format:FORMAT"`): an entry point names either the item itself, registered under the entry
 point's name, or a module that registers its items on import. Another package can add items, never replace a
-built-in one; a plugin that fails to load is one line naming it (ConfigError), not a traceback.
+built-in one; a plugin that fails to load is one line naming it (ConfigError), not a traceback. A plugin that
+raises later, while it runs, is named too: `plugin_in_traceback` finds the plugin whose module raised, in
+any process (a worker that never loaded the registry included), from the entry points alone.
 
 Ground floor: imports nothing of kernlint but errors.
 """
@@ -16,7 +18,7 @@ import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from kernlint.errors import ConfigError
+from kernlint.errors import ConfigError, KernlintError, PluginError
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint, EntryPoints
@@ -85,6 +87,59 @@ def _group(group: str) -> EntryPoints | tuple[EntryPoint, ...]:
     return _entry_points[1].select(group=group)
 
 
+# entry-point group -> what its registry holds ("output format"), for naming a plugin of the group.
+_WHAT: dict[str, str] = {}
+
+
+def _described(group: str, entry: EntryPoint) -> str:
+    return f"{_WHAT.get(group, group)} plugin {entry.name!r} ({entry.value})"
+
+
+def _module_of(entry: EntryPoint) -> str:
+    return entry.value.partition(":")[0].strip()
+
+
+def plugin_in_traceback(exc: BaseException) -> str | None:
+    """"check kind plugin 'NAME' (module:attr)" for the plugin whose code raised `exc` (the innermost frame of
+    its traceback that runs a module of a kernlint entry point, or of that module's top-level package); None
+    when no plugin's code is in it. Reads the entry points only when there is a traceback to look at."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_globals.get("__name__") or "")
+        tb = tb.tb_next
+    if not frames:
+        return None
+    from importlib.metadata import distributions
+
+    plugins = []   # (module, entry, group) of every kernlint entry point that is not kernlint's own module
+    every = [e for dist in distributions() for e in dist.entry_points]
+    for entry in sorted(every, key=lambda e: (e.group, e.name)):
+        module = _module_of(entry)
+        if entry.group.startswith("kernlint.") and module and module.partition(".")[0] != "kernlint":
+            plugins.append((module, entry, entry.group))
+    for name in reversed(frames):   # the innermost frame first
+        for module, entry, group in plugins:
+            if name == module or name.startswith(module + "."):
+                return _described(group, entry)
+        for module, entry, group in plugins:   # a helper module of the plugin's package
+            if name.partition(".")[0] == module.partition(".")[0]:
+                return _described(group, entry)
+    return None
+
+
+def plugin_failed(exc: BaseException) -> PluginError | None:
+    """A PluginError naming the plugin whose code raised `exc` (not a KernlintError: those are the plugin's
+    intended one-line errors), or None when no plugin's code raised it."""
+    if isinstance(exc, KernlintError):
+        return None
+    plugin = plugin_in_traceback(exc)
+    if plugin is None:
+        return None
+    return PluginError(None, f"{plugin} raised {type(exc).__name__}: {exc} (a bug in that plugin, not in "
+                             "kernlint; rerun with --debug for the traceback)")
+
+
 class Registry(Generic[T]):
     def __init__(self, what: str, group: str, builtins: Callable[[], None] = lambda: None,
                  summary: Callable[[T], str] | None = None) -> None:
@@ -94,7 +149,9 @@ class Registry(Generic[T]):
         self._summary = summary
         self._items: dict[str, T] = {}
         self._builtin_names: set[str] = set()
+        self._origins: dict[str, str] = {}   # item name -> the plugin (entry point) that registered it
         self._state = "empty"       # empty -> loading -> loaded
+        _WHAT.setdefault(group, what)
 
     def register(self, name: str, item: T) -> T:
         """Add `item` under `name` (what a module does on import). The same item again is a no-op; another
@@ -117,13 +174,16 @@ class Registry(Generic[T]):
             for entry in sorted(_group(self.group), key=lambda e: e.name):
                 if entry.name in self._builtin_names:
                     continue   # a plugin cannot replace a built-in
+                before = set(self._items)
                 try:
                     loaded = entry.load()
                 except Exception as exc:   # another package's bug: one line naming it
-                    raise ConfigError(None, f"{self.what} plugin {entry.name!r} ({entry.value}) failed to load: "
+                    raise PluginError(None, f"{self.what} plugin {entry.name!r} ({entry.value}) failed to load: "
                                             f"{type(exc).__name__}: {exc}") from exc
                 if not isinstance(loaded, types.ModuleType):   # the item itself; a module registered its own
                     self.register(entry.name, loaded)
+                for name in set(self._items) - before:
+                    self._origins[name] = _described(self.group, entry)
         finally:
             self._state = "loaded"
 
@@ -159,6 +219,12 @@ class Registry(Generic[T]):
         """(name, item) in the order registered: the built-ins as their module lists them, then plugins."""
         self._load()
         yield from list(self._items.items())
+
+    def origin(self, name: str) -> str | None:
+        """"parallel backend plugin 'NAME' (module:attr)": the entry point that registered the item; None for
+        an item registered otherwise (a built-in, or one registered by a call)."""
+        self._load()
+        return self._origins.get(name)
 
     def is_builtin(self, name: str) -> bool:
         self._load()

@@ -360,6 +360,151 @@ def two_trace_events_keys(folder: Path) -> list[str]:
     return _check(_write(folder, f'{{"traceEvents": {events}, "schemaVersion": 1, "traceEvents": []}}'))
 
 
+# -- issue 38: what the readers took on trust ------------------------------------------------------------
+CLEAN = FIXTURES / "traces" / "gpu" / "placeholder_new_empty.pt.trace.json.gz"
+_PAD_BYTES = 5 << 20   # past the 4 MB read whole: the trace is streamed
+
+
+def _events_json(path: Path) -> str:
+    return json.dumps(json.loads(gzip.decompress(path.read_bytes()))["traceEvents"])
+
+
+def escaped_second_events_key_streamed(folder: Path) -> list[str]:
+    """Issue 38, item 1: the clean events under "traceEvents", the regressed ones under a second key written
+    with an escape (`trace\\u0045vents`), 5 MB of padding between: the stream read the first list (exit 0)."""
+    pad = "p" * _PAD_BYTES
+    text = (f'{{"traceEvents": {_events_json(CLEAN)}, "otherData": {{"pad": "{pad}"}}, '
+            f'"trace\\u0045vents": {_events_json(REGRESSED)}}}')
+    return _check(_write(folder, text, "escaped-key.pt.trace.json"))
+
+
+def escaped_second_events_key_read_whole(folder: Path) -> list[str]:
+    """Issue 38, item 1: the regressed events first, the clean ones under an escaped second key, and the string
+    "traceEvents" as a value (which sends a large trace to the whole-file path): that path kept the last list."""
+    pad = "p" * _PAD_BYTES
+    text = (f'{{"traceEvents": {_events_json(REGRESSED)}, "otherData": {{"pad": "{pad}", "note": "traceEvents"}}, '
+            f'"trace\\u0045vents": {_events_json(CLEAN)}}}')
+    return _check(_write(folder, text, "escaped-key.pt.trace.json"))
+
+
+def long_first_key_in_folder(folder: Path) -> list[str]:
+    """Issue 38, item 3: a regressed trace whose first key is a 70 KB otherData object, beside a clean trace:
+    discovery judged the first 64 KiB only and skipped it as "not a trace"."""
+    other = {f"key{i}": "v" * 60 for i in range(1100)}
+    (folder / "clean.pt.trace.json.gz").write_bytes(CLEAN.read_bytes())
+    text = f'{{"otherData": {json.dumps(other)}, "traceEvents": {_events_json(REGRESSED)}}}'
+    _write(folder, text, "regressed.pt.trace.json")
+    return _check(folder)
+
+
+def _open_escaped_quotes(n_bytes: int) -> str:
+    return '\\"' * (n_bytes // 2)
+
+
+def open_escaped_string_streamed(folder: Path) -> list[str]:
+    """Issue 38, item 6: a 6 MB string of escaped quotes before the events, still open where the stream first
+    looks for the event list: the token scan was quadratic (killed at 300 s)."""
+    text = (f'{{"otherData": {{"note": "{_open_escaped_quotes(6 << 20)}"}}, '
+            f'"traceEvents": {_events_json(REGRESSED)}}}')
+    return _check(_write(folder, text, "open-string.pt.trace.json"))
+
+
+def open_escaped_string_in_folder(folder: Path) -> list[str]:
+    """Issue 38, item 6: a 360 KB string of escaped quotes first in a folder's trace: the sniff took 26 s."""
+    text = (f'{{"otherData": {{"note": "{_open_escaped_quotes(360 << 10)}"}}, '
+            f'"traceEvents": {_events_json(REGRESSED)}}}')
+    _write(folder, text, "open-string.pt.trace.json")
+    return _check(folder)
+
+
+_FRAME = "regressed/fp8_linear_new_ones.py(17)"   # the regressed trace's frame of the new_ones call
+
+
+def _regressed_naming(folder: Path, source: str) -> Path:
+    """The regressed trace with the Python frame of its fill's function renamed to `source`."""
+    data = _regressed()
+    for e in data["traceEvents"]:
+        if e.get("cat") == "python_function" and e["name"].startswith(_FRAME):
+            e["name"] = f"{source}(17)" + e["name"][len(_FRAME):]
+    return _write(folder, data)
+
+
+def _file_with_ignore_on_line_17(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n" * 16 + "def _placeholder_scale(x):  # kernlint: ignore[KL001] read from outside the root\n")
+
+
+def inline_ignore_outside_the_root_absolute(folder: Path) -> list[str]:
+    """Issue 38, item 5: a trace naming an absolute path outside the source root (the working directory):
+    its `# kernlint: ignore[KL001]` was read and suppressed the finding (exit 0)."""
+    outside = folder.parent / f"{folder.name}-outside" / "secret.py"
+    _file_with_ignore_on_line_17(outside)
+    return _check(_regressed_naming(folder, str(outside)))
+
+
+def inline_ignore_outside_the_root_relative(folder: Path) -> list[str]:
+    """Issue 38, item 5: the same through `../` from the working directory."""
+    outside = folder.parent / f"{folder.name}-outside" / "secret.py"
+    _file_with_ignore_on_line_17(outside)
+    return _check(_regressed_naming(folder, f"../{folder.name}-outside/secret.py"))
+
+
+def inline_ignore_inside_the_root(folder: Path) -> list[str]:
+    """The counterpart: the same comment in a file under the working directory suppresses the finding."""
+    _file_with_ignore_on_line_17(folder / "regressed" / "fp8_linear_new_ones.py")
+    return _check(_write(folder, _regressed()))
+
+
+def source_named_is_a_fifo(folder: Path) -> list[str]:
+    """Issue 38, item 7: the source file a trace names is a FIFO in the working directory: the comment reader
+    blocked forever on its open."""
+    os.mkfifo(folder / "fifo.py")
+    return _check(_regressed_naming(folder, "fifo.py"))
+
+
+def source_named_is_huge_or_a_device(folder: Path) -> list[str]:
+    """Issue 38, item 7: a 3 GB sparse source file (read whole: MemoryError, exit 3) and /dev/zero."""
+    with open(folder / "big.py", "wb") as big:
+        big.truncate(3 << 30)
+    first = _regressed_naming(folder, "big.py")
+    second = folder / "second"
+    second.mkdir()
+    return ["check", str(first), str(_regressed_naming(second, "/dev/zero"))]
+
+
+def capture_is_a_fifo(folder: Path) -> list[str]:
+    """Issue 38, item 7: `--capture` of a FIFO hung on its open."""
+    os.mkfifo(folder / "capture.json")
+    return ["check", str(REGRESSED), "--capture", str(folder / "capture.json")]
+
+
+def capture_is_dev_zero(folder: Path) -> list[str]:
+    """Issue 38, item 7: `--capture /dev/zero` read 4.2 GB before it was refused."""
+    return ["check", str(REGRESSED), "--capture", "/dev/zero"]
+
+
+def empty_capture_beside_a_clean_replay(folder: Path) -> list[str]:
+    """Issue 38, item 2: a regressed eager trace holding one empty BeginCapture..EndCapture pair, beside a clean
+    replay trace of the same process: auto-pairing made it the replay's capture trace, merged only its
+    (empty) capture window and never checked the rest. Pairing now needs a capture that aligns."""
+    replay_path = FIXTURES / "traces" / "gpu-graphs" / "graph-new-empty-replay.pt.trace.json.gz"
+    (folder / "replay.pt.trace.json.gz").write_bytes(replay_path.read_bytes())
+    replay = json.loads(gzip.decompress(replay_path.read_bytes()))
+    pid = next(e["pid"] for e in replay["traceEvents"] if e.get("cat") == "cuda_runtime")
+    data = _regressed()
+    runtime = [e for e in data["traceEvents"] if e.get("cat") == "cuda_runtime"]
+    old_pid, tid, t0 = runtime[0]["pid"], runtime[0]["tid"], min(e["ts"] for e in runtime)
+    for e in data["traceEvents"]:
+        if e.get("pid") == old_pid:
+            e["pid"] = pid
+    data["traceEvents"] += [
+        {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": pid, "tid": tid, "ts": t0 - 50 + 10 * k, "dur": 1,
+         "args": {"correlation": 99_999_990 + k}}
+        for k, name in enumerate(("cudaStreamBeginCapture", "cudaStreamEndCapture"))]
+    _write(folder, data, "eager.pt.trace.json")
+    return _check(folder)
+
+
 def _not_utf8_name(folder: Path) -> Path:
     trace = folder / os.fsdecode(b"regressed-\xff.pt.trace.json.gz")   # bytes that are not UTF-8
     trace.write_bytes(REGRESSED.read_bytes())
@@ -403,6 +548,88 @@ def record_from_dangling_correlation(folder: Path) -> list[str]:
     """`baseline record` from a trace whose fill kernel lost its launch: refused, nothing written."""
     check = dangling_correlation(folder)
     return ["baseline", "record", check[1], "-o", str(folder / "baseline.json")]
+
+
+# -- issue 38, item 11: the history cache and the suppressions file are input ----------------------------------
+def _history_of_8(folder: Path) -> Path:
+    """8 baselines of one kernel, 5% slower from the 5th on (a change point at b5.json)."""
+    from kernlint.baseline import write_baseline
+    from kernlint.baseline.model import SCHEMA_VERSION, Baseline, Launch, ProgramProfile, ScopeProfile
+
+    history = folder / "history"
+    history.mkdir()
+    for i in range(8):
+        us = [(105.0 if i >= 4 else 100.0) + 0.01 * ((i * 10 + r) % 7) for r in range(10)]
+        scope = ScopeProfile(launches=[Launch(pos=0, kind="kernel", name="gemm", category="gemm", us=us)])
+        program = ProgramProfile(runs=10, timing_basis="device", scopes={"module Linear_0": scope}, total_us=us)
+        write_baseline(history / f"b{i + 1}.json", Baseline(schema_version=SCHEMA_VERSION, kernlint_version="test",
+                                                            created="2026-12-01T00:00:00Z", programs={"t": program}))
+    return history
+
+
+def history_cache_fifo(folder: Path) -> list[str]:
+    """Issue 38, item 11: a FIFO as --cache was opened for reading and waited for a writer forever."""
+    os.mkfifo(folder / "history.cache")
+    return ["history", str(_history_of_8(folder)), "--cache", str(folder / "history.cache")]
+
+
+def history_cache_nested_deeply(folder: Path) -> list[str]:
+    """Issue 38, item 11: RecursionError, exit 3."""
+    (folder / "cache.json").write_text('{"version": 2, "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    return ["history", str(_history_of_8(folder)), "--cache", str(folder / "cache.json")]
+
+
+def history_cache_forged(folder: Path) -> list[str]:
+    """Issue 38, item 11: the real cache with a change point written in at b3.json (its digests kept) was
+    reported as found."""
+    from kernlint.baseline import read_baseline
+    from kernlint.baseline.history import analyse
+
+    history = _history_of_8(folder)
+    files = sorted(history.glob("*.json"))
+    _, cache = analyse([read_baseline(f) for f in files], [f.name for f in files])
+    for entry in cache["series"].values():
+        entry["changes"] = [[2, 1e-6, "t-test"], *entry["changes"]]
+    (folder / "cache.json").write_text(json.dumps(cache))
+    return ["history", str(history), "--cache", str(folder / "cache.json")]
+
+
+def _suppressions(folder: Path, text: str) -> list[str]:
+    (folder / "kernlint-suppressions.json").write_text(text)
+    return _check(REGRESSED)
+
+
+def suppressions_nested_deeply(folder: Path) -> list[str]:
+    """Issue 38, item 11: RecursionError, exit 3."""
+    return _suppressions(folder, '{"version": 2, "suppressions": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}")
+
+
+def suppressions_count_of_5000_digits(folder: Path) -> list[str]:
+    """Issue 38, item 11: ValueError (int of more than 4300 digits), exit 3."""
+    return _suppressions(folder, '{"version": 2, "suppressions": {"k": {"rule": "KL001", "count": 1'
+                                 + "0" * 5000 + "}}}")
+
+
+def suppressions_of_222_mb(folder: Path) -> list[str]:
+    """Issue 38, item 11: read whole (sparse here: refused by its size before a byte is read)."""
+    with open(folder / "kernlint-suppressions.json", "wb") as fh:
+        fh.truncate(222_000_000)
+    return _check(REGRESSED)
+
+
+def stdin_is_named_stdin(folder: Path) -> list[str]:
+    """Issue 38: errors about `check -` named the temporary file that standard input was copied to."""
+    return ["check", "-"]   # the corpus runs give an empty standard input
+
+
+def run_progress_dots_without_newline(folder: Path) -> list[str]:
+    """Issue 38, item 4: a workload whose output ends without a newline (a progress dot, an open tqdm bar)
+    swallowed the child's `kernlint-child-trace:` line: exit 2 while the trace was on disk."""
+    workload = folder / "dots.py"
+    workload.write_text("import sys\n\n\ndef build(device):\n    sys.stdout.write('.')\n\n"
+                        "    def step():\n        sys.stdout.write('.')\n        sys.stdout.flush()\n\n"
+                        "    return step\n")
+    return ["run", f"{workload}:build", "--device", "cpu", "--warmup", "1", "--out", str(folder / "runs")]
 
 
 BUILDERS = {name: fn for name, fn in globals().items() if callable(fn) and not name.startswith("_")

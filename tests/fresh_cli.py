@@ -22,7 +22,8 @@ _context.set_forkserver_preload(["kernlint.cli", "kernlint.pipeline", "kernlint.
                                  "kernlint.report.json_format"])
 
 
-def _child(args: list[str], cwd: str, env: dict[str, str], out_path: str, err_path: str, in_path: str) -> None:
+def _child(args: list[str], cwd: str, env: dict[str, str], out_path: str, err_path: str, in_path: str,
+           code_path: str) -> None:
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
@@ -44,6 +45,10 @@ def _child(args: list[str], cwd: str, env: dict[str, str], out_path: str, err_pa
     atexit._run_exitfuncs()   # what a process does at its end (kernlint's and its libraries' handlers)
     sys.stdout.flush()
     sys.stderr.flush()
+    # The exit code on a channel of its own too: the fork server reports 255 for a child whose status it could
+    # not read back (under many concurrent calls, multiprocessing's popen_forkserver sees EOF on its sentinel).
+    with open(code_path, "w") as fh:
+        fh.write(str(code))
     os._exit(code)
 
 
@@ -58,20 +63,24 @@ def run_fresh(args, *, cwd=None, env: dict[str, str] | None = None, timeout: flo
     past `timeout`, the child killed). `stdin`: what standard input holds (empty by default)."""
     args = [str(a) for a in args]
     with tempfile.TemporaryDirectory() as tmp:
-        out_path, err_path, in_path = (os.path.join(tmp, n) for n in ("out", "err", "in"))
+        out_path, err_path, in_path, code_path = (os.path.join(tmp, n) for n in ("out", "err", "in", "code"))
         for path in (out_path, err_path):
             open(path, "wb").close()
         with open(in_path, "wb") as fh:
             fh.write(stdin.encode() if isinstance(stdin, str) else (stdin or b""))
         child = _context.Process(target=_child, args=(args, str(cwd or os.getcwd()),
                                                       dict(os.environ if env is None else env),
-                                                      out_path, err_path, in_path))
+                                                      out_path, err_path, in_path, code_path))
         child.start()
         child.join(timeout)
         if child.exitcode is None:
             child.kill()
             child.join()
             raise subprocess.TimeoutExpired(["kernlint", *args], timeout)
+        code = child.exitcode
+        if code == 255 and os.path.exists(code_path):
+            with open(code_path) as fh:
+                written = fh.read()
+            code = int(written) if written.lstrip("-").isdigit() else code
         with open(out_path, "rb") as out, open(err_path, "rb") as err:
-            return subprocess.CompletedProcess(["kernlint", *args], child.exitcode, _text(out.read()),
-                                               _text(err.read()))
+            return subprocess.CompletedProcess(["kernlint", *args], code, _text(out.read()), _text(err.read()))

@@ -116,7 +116,7 @@ def test_check_reads_a_trace_from_standard_input():
     assert done.returncode == 1 and ": KL001 [error]" in done.stdout
     empty = _kernlint("check", "-", stdin=b"")
     assert empty.returncode == 2 and empty.stderr.strip() == (
-        "kernlint: error: -: standard input is empty: no trace to check")
+        "kernlint: error: <stdin>: standard input is empty: no trace to check")
 
 
 def test_run_metadata_beside_a_trace_is_not_listed_as_skipped(tmp_path):

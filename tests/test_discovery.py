@@ -1,10 +1,10 @@
 """Finding traces in folders by their content, and saying what was passed over and why."""
 from __future__ import annotations
 
-import builtins
 import gzip
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -116,20 +116,20 @@ def test_unreadable_files_and_folders_are_listed_not_dropped(tmp_path, monkeypat
     (logs / "locked" / "inside.json").write_bytes(_trace_bytes(False))
     (logs / "secret.json").write_bytes(_trace_bytes(False))
     (logs / "ok.json").write_bytes(_trace_bytes(False))
-    real_scandir, real_open = os.scandir, builtins.open
+    real_scandir, real_open = os.scandir, os.open
 
     def scandir(path=".", *a, **k):
         if Path(path).name == "locked":
             raise PermissionError(13, "Permission denied", str(path))
         return real_scandir(path, *a, **k)
 
-    def fake_open(file, *a, **k):
+    def fake_open(file, *a, **k):   # the loader opens with os.open (O_NONBLOCK: a FIFO never blocks it)
         if Path(str(file)).name == "secret.json":
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *a, **k)
 
     monkeypatch.setattr(load_module.os, "scandir", scandir)
-    monkeypatch.setattr(builtins, "open", fake_open)
+    monkeypatch.setattr(load_module.os, "open", fake_open)
     found = discover_traces([logs])
     assert _names(found.files, logs) == ["ok.json"]
     reasons = {s.path.relative_to(logs).as_posix(): s.reason for s in found.skipped}
@@ -137,19 +137,40 @@ def test_unreadable_files_and_folders_are_listed_not_dropped(tmp_path, monkeypat
                        "secret.json": "cannot read: Permission denied"}
 
 
-def test_only_a_bounded_head_is_read(tmp_path):
+def test_the_head_is_read_until_it_can_be_judged_and_no_further(tmp_path, monkeypatch):
     logs = tmp_path / "logs"
     logs.mkdir()
-    big_value = "x" * (SNIFF_BYTES + 10)
-    # The trace keys come after a value longer than the sniffed head: not recognised, and said so.
-    (logs / "late.json").write_text(json.dumps({"comment": big_value, "traceEvents": [EVENT]}))
+    # The trace keys come after a value longer than the first head read: read on until they come.
+    (logs / "late.json").write_text(json.dumps({"comment": "x" * (SNIFF_BYTES + 10), "traceEvents": [EVENT]}))
     # The keys come first and a huge tail follows (garbage even): found from its head alone.
     (logs / "early.json.gz").write_bytes(gzip.compress(b'{"schemaVersion": 1, "traceEvents": [' + b"0," * 10**6))
+    # A JSON object without trace keys is judged once it closes, however long; one cut short when it ends.
+    (logs / "config.json").write_text(json.dumps({"comment": "y" * (3 * SNIFF_BYTES), "lr": 0.1}))
+    (logs / "cut.json").write_text(json.dumps({"comment": "z" * (3 * SNIFF_BYTES)})[:-5])
     found = discover_traces([logs])
-    assert _names(found.files, logs) == ["early.json.gz"]
-    (skip,) = found.skipped
-    assert skip.path.name == "late.json" and skip.reason == (
-        f"not a kineto trace (JSON without traceEvents in its first {SNIFF_BYTES // 1024} KiB)")
+    assert _names(found.files, logs) == ["early.json.gz", "late.json"]
+    reasons = {s.path.name: (s.reason, s.unreadable) for s in found.skipped}
+    assert reasons == {"config.json": ("not a kineto trace (JSON without traceEvents)", False),
+                       "cut.json": ("not a kineto trace (JSON without traceEvents; the JSON is cut short)", False)}
+    # Past the most the sniffer reads, the file is not judged: unreadable, never "not a trace".
+    monkeypatch.setattr(load_module, "SNIFF_MAX_BYTES", 2 * SNIFF_BYTES)
+    found = discover_traces([logs])
+    assert _names(found.files, logs) == ["early.json.gz", "late.json"]
+    reasons = {s.path.name: (s.reason, s.unreadable) for s in found.skipped}
+    assert reasons["config.json"] == ("cannot read: no trace key in its first 128 KiB and the JSON goes on (name "
+                                      "the file itself to check it)", True)
+
+
+def test_an_open_string_of_escaped_quotes_is_scanned_in_linear_time(tmp_path):
+    """Issue 38, item 6: the token pattern tried again from every escaped quote of a string left open at the
+    head's end (360 KB: 26 s)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "quotes.json").write_text('{"comment": "' + '\\"' * (2 << 20) + '", "traceEvents": []}')
+    start = time.perf_counter()
+    found = discover_traces([logs])
+    assert _names(found.files, logs) == ["quotes.json"]
+    assert time.perf_counter() - start < 5
 
 
 def test_a_folder_without_traces_is_an_error_naming_it(tmp_path):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import msgspec
 import numpy as np
@@ -10,6 +11,7 @@ from click.testing import CliRunner
 
 from kernlint.baseline import write_baseline
 from kernlint.baseline.history import (
+    MAX_CACHE_BYTES,
     analyse,
     change_points,
     permutation_length,
@@ -87,7 +89,7 @@ def test_the_history_command_reads_a_folder_in_name_order(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["series"] == 3 and {c["baseline"] for c in data["change_points"]} == {"b21.json"}
-    assert json.loads(cache.read_text())["version"] == 1
+    assert json.loads(cache.read_text())["version"] == 2
     text = CliRunner().invoke(main, ["history", str(tmp_path), "--isolated"])
     assert text.exit_code == 0 and "at b21.json (#21)" in text.output
 
@@ -167,3 +169,92 @@ def test_a_cache_of_other_settings_is_not_reused():
     _, cache = analyse(full[:25], names[:25], alpha=0.05)
     again, _ = analyse(full, names, cache=cache)   # alpha 0.01: searched again
     assert again.reused == 0
+
+
+# -- issue 38, item 11: the cache is input, never trusted ------------------------------------------------------
+
+def _step_of_8(tmp_path):
+    """8 baselines with a 5% step after the 4th (change points at b5.json), and their cache."""
+    folder = tmp_path / "b"
+    folder.mkdir()
+    baselines = _history(4, n=8, step=1.05)
+    for i, b in enumerate(baselines):
+        write_baseline(folder / f"b{i + 1}.json", b)
+    _, cache = analyse(baselines, [f"b{i + 1}.json" for i in range(8)])
+    return folder, cache
+
+
+def _history_with_cache(folder, cache_path):
+    return CliRunner().invoke(main, ["history", str(folder), "--cache", str(cache_path), "--isolated"])
+
+
+def _malformed_caches(cache: dict) -> dict[str, str]:
+    text = json.dumps(cache)
+    wrong_types = json.loads(text)
+    for entry in wrong_types["series"].values():
+        entry.update(n="eight", changes="x")
+    nan = json.loads(text)
+    for entry in nan["series"].values():
+        entry["changes"] = [[float("nan"), 0.001, "t-test"]]
+    return {
+        "not JSON": "hello", "empty": "", "truncated": text[:len(text) // 2], "wrong shape": "[1, 2, 3]",
+        "wrong types": json.dumps(wrong_types), "NaN": json.dumps(nan),
+        "a 5000-digit count": text.replace('"n": 8', '"n": 1' + "0" * 5000, 1),
+        "p above 1": text.replace('e-12, "t-test"', 'e+12, "t-test"', 1),   # p = 3.9e-12 -> 3.9e+12
+        "nested 100,000 deep": '{"version": 2, "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        "series null": json.dumps({**cache, "series": None}),
+        "version 1": json.dumps({**cache, "version": 1}),
+        "unknown key": json.dumps({**cache, "more": 1}),
+    }
+
+
+def test_a_malformed_cache_is_one_warning_and_the_history_is_searched_again(tmp_path):
+    folder, cache = _step_of_8(tmp_path)
+    path = tmp_path / "cache.json"
+    for what, text in _malformed_caches(cache).items():
+        path.write_text(text)
+        result = _history_with_cache(folder, path)
+        assert result.exit_code == 0, (what, result.output)
+        warning, = result.stderr.splitlines()
+        assert warning.startswith(f"kernlint: warning: {path}: ") and warning.endswith(
+            "not used: searched again, and the cache rewritten"), (what, warning)
+        assert "at b5.json (#5)" in result.stdout and "0 from the cache" in result.stdout, what
+        assert json.loads(path.read_text())["digest"] == cache["digest"], what   # rewritten, whole
+        again = _history_with_cache(folder, path)
+        assert again.stderr == "" and "3 from the cache" in again.stdout, what
+
+
+def test_a_forged_or_foreign_cache_is_never_trusted(tmp_path):
+    """Change points written into a real cache (its digests kept), or the cache of other baselines: the
+    content digest, or the inputs' digests, differ; what is reported is what the baselines hold."""
+    folder, cache = _step_of_8(tmp_path)
+    forged = json.loads(json.dumps(cache))
+    for entry in forged["series"].values():
+        entry["changes"] = [[2, 1e-6, "t-test"]]
+    # the same seed: b1.json and b2.json are the same, the step comes 2 baselines earlier
+    _, foreign = analyse(_history(2, n=8, step=1.05), [f"b{i + 1}.json" for i in range(8)])
+    path = tmp_path / "cache.json"
+    for what, data, why in [("forged", forged, "its content digest does not match (edited or damaged)"),
+                            ("foreign", foreign, "computed from other baselines (b3.json, #3, differs)")]:
+        path.write_text(json.dumps(data))
+        result = _history_with_cache(folder, path)
+        assert result.exit_code == 0 and why in result.stderr, (what, result.stderr)
+        assert "at b3.json" not in result.stdout and "at b5.json (#5)" in result.stdout, (what, result.stdout)
+
+
+def test_a_cache_that_is_not_a_regular_file_is_refused_before_it_is_opened(tmp_path):
+    folder, _ = _step_of_8(tmp_path)
+    fifo = tmp_path / "cache.fifo"
+    os.mkfifo(fifo)   # opened for reading, it would wait for a writer forever
+    result = _history_with_cache(folder, fifo)
+    assert result.exit_code == 2 and result.stderr == (
+        f"kernlint: error: {fifo}: not a regular file (a FIFO, socket or device): give --cache a file path\n")
+
+
+def test_a_cache_larger_than_the_bound_is_not_read(tmp_path):
+    folder, _ = _step_of_8(tmp_path)
+    path = tmp_path / "cache.json"
+    with open(path, "wb") as fh:
+        fh.truncate(MAX_CACHE_BYTES + 1)   # sparse: no disk, and never read
+    result = _history_with_cache(folder, path)
+    assert result.exit_code == 0 and "larger than 64 MiB" in result.stderr, result.stderr

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from conftest import FIXTURES, REPO
 from kernlint.cli import main
-from kernlint.errors import ConfigError, KernlintError, RuleFileError, TraceError
+from kernlint.errors import ConfigError, KernlintError, PluginError, RuleFileError, TraceError
 from kernlint.parallel import BACKENDS, Backend, backend_names, check_paths, get_backend, register, resolve_jobs
-from kernlint.parallel.work import Failure, WorkerError, check_path, failure
+from kernlint.parallel.work import Done, Failure, WorkerError, check_path, failure, matched_results
 from kernlint.pipeline import check_tables, compare_checked
 from kernlint.rules.engine import combine_checked
 from kernlint.rules.loader import load_rules
@@ -310,3 +310,33 @@ def test_ctrl_c_under_jobs_stops_at_once_and_leaves_no_worker(tmp_path):
         time.sleep(0.1)
     left = subprocess.run(["ps", "-o", "pid=,args=", "-g", str(proc.pid)], capture_output=True, text=True).stdout
     assert not left.strip(), f"processes of the interrupted check still running:\n{left}"
+
+
+# -- issue 38: each result is its own task's --------------------------------------------------------------------
+
+def _backend_yielding(*pairs):
+    """A backend that checks nothing and yields what it is told: (index, Done(task index, path, value))."""
+    def run(fn, shared, items, *, workers, address=None):
+        for index, of in pairs:
+            yield index, Done(of, items[of].path, f"value of {of}")
+    return run
+
+
+def test_a_backend_that_returns_another_tasks_result_is_caught():
+    items = ["a.json", "b.json"]
+    assert list(matched_results(_backend_yielding((1, 1), (0, 0)), "x", None, (), items, workers=1)) == [
+        (1, "value of 1"), (0, "value of 0")]
+    for pairs, problem in [(((0, 0), (1, 0)), "returned the result of task #1 (a.json) as that of task #2 (b.json)"),
+                           (((0, 0), (0, 0)), "returned the result of task #1 (a.json) twice")]:
+        with pytest.raises(WorkerError, match=re.escape(f"the x backend {problem}")):   # a built-in's: a bug
+            list(matched_results(_backend_yielding(*pairs), "x", None, (), items, workers=1))
+        with pytest.raises(PluginError) as info:   # a plugin's: named, exit 2
+            list(matched_results(_backend_yielding(*pairs), "x", "parallel backend plugin 'x' (pkg.mod:X)", (),
+                                 items, workers=1))
+        assert info.value.exit_code == 2 and info.value.one_line().startswith(
+            f"parallel backend plugin 'x' (pkg.mod:X): {problem}")
+
+    def not_a_result(fn, shared, items, *, workers, address=None):
+        yield 0, "a CheckedTrace made up by the backend"
+    with pytest.raises(WorkerError, match="yielded \\(int, str\\), not a task's index and result"):
+        list(matched_results(not_a_result, "x", None, (), items, workers=1))

@@ -1,6 +1,7 @@
 """Another package adds a check kind and an output format through entry points (kernlint.check_kinds,
 kernlint.formats): installed as a package (its dist-info on the path), they load and run in `kernlint check`
-like the built-in ones, and a plugin that fails to load is one line, exit 2."""
+like the built-in ones; a plugin that fails to load, raises while it runs or (a backend) returns another
+task's result is one line naming its entry point and module, exit 2."""
 from __future__ import annotations
 
 import os
@@ -88,13 +89,13 @@ references = []
 '''
 
 
-def _install(site, kind: str = KIND):
+def _install(site, kind: str = KIND, fmt: str = FORMAT, backend: str = BACKEND):
     pkg = site / "kl_demo_plugin"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "kinds.py").write_text(textwrap.dedent(kind))
-    (pkg / "fmt.py").write_text(textwrap.dedent(FORMAT))
-    (pkg / "backend.py").write_text(textwrap.dedent(BACKEND))
+    (pkg / "fmt.py").write_text(textwrap.dedent(fmt))
+    (pkg / "backend.py").write_text(textwrap.dedent(backend))
     info = site / "kl_demo_plugin-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kl-demo-plugin\nVersion: 0.1\n")
@@ -150,3 +151,35 @@ def test_a_plugin_that_fails_to_load_is_one_line(tmp_path):
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.strip() == ("kernlint: error: check kind plugin 'count-named-ops' (kl_demo_plugin.kinds) "
                                    "failed to load: RuntimeError: broken plugin"), done.stderr
+
+
+# -- issue 38: a plugin that raises or breaks its contract is named ---------------------------------------------
+
+def test_a_plugin_backend_that_returns_another_tasks_result_is_named(tmp_path):
+    site = tmp_path / "site"
+    _install(site, backend=BACKEND.replace("yield i, fn(items[i], *shared)", "yield i, fn(items[0], *shared)"))
+    other = TRACE.parent / "hta__triton_example__triton_example.json.gz"
+    done = _kernlint(site, "check", str(TRACE), str(other), "--isolated", "--backend", "backwards",
+                     KL_DEMO_COUNT=str(tmp_path / "count"))
+    assert done.returncode == 2 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr == ("kernlint: error: parallel backend plugin 'backwards' (kl_demo_plugin.backend:BACKEND): "
+                           f"returned the result of task #1 ({TRACE}) as that of task #2 ({other}) (a bug in that "
+                           "plugin, not in kernlint; run without --backend backwards)\n")
+
+
+def test_a_plugin_that_raises_while_it_runs_is_named(tmp_path):
+    """A check kind raising in a worker process (its traceback stays there) and a format raising here."""
+    site = tmp_path / "site"
+    _install(site, kind=KIND.replace("    rows = [", "    raise RuntimeError('kind boom')\n    rows = ["),
+             fmt=FORMAT.replace('    return "', '    raise KeyError("fmt boom")\n    return "'))
+    (tmp_path / "DEMO001.toml").write_text(RULE)
+    other = TRACE.parent / "hta__triton_example__triton_example.json.gz"
+    kind = _kernlint(site, "check", str(TRACE), str(other), "--isolated", "--rules", str(tmp_path / "DEMO001.toml"),
+                     "--select", "DEMO001", "-j", "2")
+    assert kind.returncode == 2 and kind.stderr == (
+        f"kernlint: error: {TRACE}: check kind plugin 'count-named-ops' (kl_demo_plugin.kinds) raised "
+        "RuntimeError: kind boom (a bug in that plugin, not in kernlint; rerun with --debug for the traceback)\n")
+    fmt = _kernlint(site, "check", str(TRACE), "--isolated", "--format", "demo")
+    assert fmt.returncode == 2 and fmt.stderr == (
+        "kernlint: error: output format plugin 'demo' (kl_demo_plugin.fmt:FORMAT) raised KeyError: 'fmt boom' (a "
+        "bug in that plugin, not in kernlint; rerun with --debug for the traceback)\n")

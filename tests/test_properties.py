@@ -15,7 +15,9 @@ import gzip
 import json
 import os
 import random
+from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +26,7 @@ from kernlint.errors import TraceError
 from kernlint.rules.engine import check_traces
 from kernlint.rules.loader import load_rules
 from kernlint.trace import table as table_module
-from kernlint.trace.load import load_trace
+from kernlint.trace.load import discover_traces, load_trace
 
 EXAMPLES = int(os.environ.get("KERNLINT_FUZZ_EXAMPLES", "60"))
 PROFILE = settings(max_examples=EXAMPLES, deadline=None, derandomize=os.environ.get("CI") == "true",
@@ -281,3 +283,87 @@ def test_the_one_run_shortcut_groups_as_the_pairwise_search_does(idents):
     finally:
         runs._one_obvious_run = real
     assert fast == pairwise
+
+
+# -- what lies around the event list (issue 38: items 1, 3 and 6) -------------------------------------------
+CLEAN = json.loads(gzip.decompress((FIXTURES / "traces" / "gpu" / "placeholder_new_empty.pt.trace.json.gz")
+                                   .read_bytes()))
+
+
+@st.composite
+def escaped_events_key(draw) -> str:
+    """"traceEvents" with some of its letters written as \\u00XX escapes (hex digits in either case)."""
+    out = []
+    for c in "traceEvents":
+        if draw(st.booleans()):
+            code = f"{ord(c):04x}"
+            out.append("\\u" + (code.upper() if draw(st.booleans()) else code))
+        else:
+            out.append(c)
+    escaped = "".join(out)
+    return escaped if escaped != "traceEvents" else "trace\\u0045vents"
+
+
+@dataclass(frozen=True)
+class AroundTheEvents:
+    """Something around a regressed trace's event list (kept small: the text is built from it): a second
+    event list under an escaped key (before or after it, the other list clean or empty, with or without the
+    literal string "traceEvents" elsewhere), a long first key, or a string of escaped quotes (closed, as JSON
+    must be) before the events; `pad` bytes of it."""
+
+    how: str
+    pad: int
+    escaped_key: str = ""
+    regressed_first: bool = True
+    other_clean: bool = True
+    literal_elsewhere: bool = False
+
+    @property
+    def refused(self) -> bool:
+        return self.how == "escaped-key"
+
+    def text(self) -> str:
+        regressed = json.dumps(REGRESSED["traceEvents"])
+        if self.how == "escaped-key":
+            other = json.dumps(CLEAN["traceEvents"]) if self.other_clean else "[]"
+            first, second = (regressed, other) if self.regressed_first else (other, regressed)
+            note = ', "note": "traceEvents"' if self.literal_elsewhere else ""
+            return (f'{{"traceEvents": {first}, "otherData": {{"pad": "{"p" * self.pad}"{note}}}, '
+                    f'"{self.escaped_key}": {second}}}')
+        if self.how == "long-first-key":
+            return f'{{"otherData": {{"pad": "{"o" * self.pad}"}}, "traceEvents": {regressed}}}'
+        quotes = '\\"' * (self.pad // 2)
+        return f'{{"otherData": {{"note": "{quotes}"}}, "traceEvents": {regressed}}}'
+
+
+around_the_events = st.builds(AroundTheEvents, how=st.sampled_from(["escaped-key", "long-first-key", "escaped-quotes"]),
+                              pad=st.integers(0, 200_000), escaped_key=escaped_events_key(),
+                              regressed_first=st.booleans(), other_clean=st.booleans(),
+                              literal_elsewhere=st.booleans())
+
+
+@PROFILE
+@given(case=around_the_events, stream_from=st.sampled_from([None, 4096]),
+       search_up_to=st.sampled_from([None, 4096]))
+def test_what_lies_around_the_events_never_passes_a_regressed_trace(tmp_path_factory, case, stream_from,
+                                                                       search_up_to):
+    """Read whole and streamed (stream_from: past 4 KB instead of 4 MB), with any key searched for repeats or
+    only traceEvents (search_up_to): the trace is refused, or found in its folder and its fill caught."""
+    from kernlint.trace import event_stream, load
+
+    folder = tmp_path_factory.mktemp("around")
+    path = folder / "t.json"
+    path.write_text(case.text())
+    with pytest.MonkeyPatch.context() as mp:
+        if stream_from is not None:
+            mp.setattr(event_stream, "STREAM_FROM_BYTES", stream_from)
+        if search_up_to is not None:
+            mp.setattr(load, "REPEATED_KEY_SEARCH_BYTES", search_up_to)
+        assert discover_traces([folder]).files == [path]
+        if case.refused:
+            with pytest.raises(TraceError, match="'traceEvents' more than once"):
+                load_trace(path)
+            return
+        (report,) = check_traces([load_trace(path)], KL001)
+    (outcome,) = report.outcomes
+    assert outcome.status == "failed", outcome

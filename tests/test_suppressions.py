@@ -6,11 +6,16 @@ traces, whose RMSNorm was a chain of kernels)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from conftest import kernlint_in
+from kernlint.errors import ConfigError
+from kernlint.rules.suppressions import MAX_SUPPRESSIONS_BYTES, SuppressionFile
 
 REPO = Path(__file__).resolve().parents[1]
 GPU = REPO / "fixtures" / "traces" / "gpu"
@@ -147,3 +152,36 @@ def test_a_suppressions_file_of_an_unknown_fingerprint_scheme_is_exit_2(tmp_path
     proc = _check(tmp_path, CLEAN)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "fingerprint-scheme 3" in proc.stderr
+
+
+# -- issue 38: the file is input: bounded, decoded against its schema, one line naming it ---------------------
+
+def test_a_malformed_suppressions_file_is_one_line_naming_it(tmp_path):
+    path = tmp_path / "kernlint-suppressions.json"
+    entry = '{"rule": "KL001", "count": %s}'
+    bad = {
+        "nests too deeply": '{"version": 2, "suppressions": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}",
+        "Integer value out of range - at `$.suppressions[...].count`":
+            '{"version": 2, "suppressions": {"k": ' + entry % ("1" + "0" * 5000) + "}}",
+        "Number out of range": '{"version": 2, "suppressions": {"k": ' + entry % "1e400" + "}}",
+        "Expected `int` >= 1": '{"version": 2, "suppressions": {"k": ' + entry % "0" + "}}",
+        "Expected `object`, got `array` - at `$.suppressions`": '{"version": 2, "suppressions": []}',
+        "expected version 1 or 2": '{"version": 1' + "0" * 5000 + ', "suppressions": {}}',
+        "not JSON": '{"version": 2, "suppressions": {',
+        "fingerprint-scheme 0": '{"version": 2, "fingerprint-scheme": 0, "suppressions": {}}',
+    }
+    for problem, text in bad.items():
+        path.write_text(text)
+        with pytest.raises(ConfigError) as info:
+            SuppressionFile.read(path)
+        line = info.value.one_line()
+        assert line.startswith(f"{path}: ") and problem in line and "\n" not in line, (problem, line)
+    with open(path, "wb") as fh:
+        fh.truncate(MAX_SUPPRESSIONS_BYTES + 1)   # sparse: refused by its size, never read
+    with pytest.raises(ConfigError, match="larger than 16 MiB"):
+        SuppressionFile.read(path)
+    path.unlink()
+    os.mkfifo(path)   # never opened for reading: it would wait for a writer
+    proc = _check(tmp_path, CLEAN)
+    assert proc.returncode == 2 and proc.stderr == (f"kernlint: error: {path}: not a regular file (a FIFO, socket "
+                                                    "or device): not a suppressions file\n")

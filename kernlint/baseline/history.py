@@ -24,6 +24,12 @@ Seeded: the same history gives the same change points.
 
 Incremental: with a cache, a series whose values are the cached ones plus appended baselines keeps the
 change points before its last one and is searched again only from there (as Otava re-analyses the tail).
+The cache is input, never trusted (issue 38): read_cache takes only a regular file of at most
+MAX_CACHE_BYTES, decoded by msgspec against its schema (every number in range, no NaN); it names the
+digest of each baseline it was computed from and a digest of its own content. One that is malformed, of
+another version, edited (its content digest differs) or computed from other baselines (its inputs are not
+the first of these) is not used: the history is searched again and the CLI says why in one warning line.
+The digests are not a signature: whoever can write the file can forge them, as they could the baselines.
 
 Why not a library: MongoDB's signal-processing-algorithms pins Python < 3.12, numpy < 2 and
 setuptools < 71; Apache Otava pins numpy 2.2.0 and pulls BigQuery, Postgres and Slack clients. The
@@ -34,15 +40,24 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated, Literal
 
+import msgspec
 import numpy as np
 
 from kernlint.baseline.compare import TOTAL
 from kernlint.baseline.model import Baseline
+from kernlint.errors import ConfigError, KernlintError, shorten
 
-CACHE_VERSION = 1
+# 2: the cache names its inputs (a digest per baseline) and a digest of its own content (issue 38).
+CACHE_VERSION = 2
+# A cache larger than this is not read (a real one holds ~100 bytes a series: 64 MiB is 600,000 series).
+MAX_CACHE_BYTES = 64 << 20
 PERMUTATION, T_TEST = "permutation", "t-test"   # the test that accepted a change point
 _MIN_VALUES = 4              # a split needs 2 values on each side
 _STEPS_PER_ALPHA = 20        # permutations_for: the Monte Carlo p in steps of alpha / 20
@@ -75,6 +90,125 @@ class History:
     change_points: list[ChangePoint] = field(default_factory=list)
     reused: int = 0          # series taken from the cache unchanged or only searched in their tail
     notes: list[str] = field(default_factory=list)
+    cache_ignored: str = ""  # why a cache given was not used ("" when it was, or none was given)
+
+
+class HistoryCacheError(KernlintError):
+    """A history cache that cannot be used (malformed, too large, another version): the history is searched
+    again without it. Not a regular file (a FIFO, a device) is a ConfigError instead: nothing is replaced."""
+
+
+_Index = Annotated[int, msgspec.Meta(ge=0, le=1 << 40)]
+_P = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+_Digest = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{16,64}$")]
+
+
+class _CachedSeries(msgspec.Struct, forbid_unknown_fields=True):
+    n: _Index                                                     # values of the series the changes were found in
+    digest: _Digest                                               # _digest of those values
+    changes: list[tuple[_Index, _P, Literal["permutation", "t-test"]]]   # (index, p, test), in order
+
+
+class _Settings(msgspec.Struct, forbid_unknown_fields=True):
+    method: Annotated[int, msgspec.Meta(ge=0, le=1 << 20)]
+    alpha: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)]
+    permutations: Annotated[int, msgspec.Meta(ge=1, le=1 << 40)]
+    min_relative: Annotated[float, msgspec.Meta(ge=0.0, le=1e9)]
+    min_us: Annotated[float, msgspec.Meta(ge=0.0, le=1e15)]
+
+
+class _Version(msgspec.Struct):
+    version: object = None
+
+
+class HistoryCache(msgspec.Struct, forbid_unknown_fields=True):
+    """What --cache holds (schema version CACHE_VERSION)."""
+
+    version: Literal[2]
+    inputs: list[_Digest]                  # input_digest of each baseline the cache was computed from, in order
+    settings: _Settings
+    series: dict[str, _CachedSeries]
+    digest: _Digest                        # _content_digest of the rest
+
+
+def input_digest(baseline: Baseline) -> str:
+    """A baseline's content, as the cache names its inputs."""
+    return hashlib.sha256(msgspec.json.encode(baseline, order="sorted")).hexdigest()[:32]
+
+
+def _content_digest(cache: HistoryCache) -> str:
+    body = {"version": cache.version, "inputs": cache.inputs, "settings": cache.settings, "series": cache.series}
+    return hashlib.sha256(msgspec.json.encode(body, order="sorted")).hexdigest()[:32]
+
+
+def read_cache(path: str | Path) -> HistoryCache | None:
+    """The cache at `path`, None when there is none yet. HistoryCacheError when it is malformed (the caller
+    searches again without it); ConfigError when it is not a regular file (a FIFO is never opened for
+    reading, so never waited on)."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise HistoryCacheError(path, f"cannot read the history cache: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(path, "is a folder: give --cache a file path")
+    if not stat.S_ISREG(mode):
+        raise ConfigError(path, "not a regular file (a FIFO, socket or device): give --cache a file path")
+    if os.stat(path).st_size > MAX_CACHE_BYTES:
+        raise HistoryCacheError(path, f"larger than {MAX_CACHE_BYTES >> 20} MiB: not a kernlint history cache")
+    try:
+        # O_NONBLOCK: should it have become a FIFO since the stat, the open does not wait for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ConfigError(path, "not a regular file: give --cache a file path")
+            os.set_blocking(fd, True)
+            data = fh.read(MAX_CACHE_BYTES + 1)
+    except OSError as exc:
+        raise HistoryCacheError(path, f"cannot read the history cache: {exc.strerror or exc}") from None
+    if len(data) > MAX_CACHE_BYTES:
+        raise HistoryCacheError(path, f"larger than {MAX_CACHE_BYTES >> 20} MiB: not a kernlint history cache")
+    return decode_cache(data, path)
+
+
+def decode_cache(data: bytes | dict, path: str | Path | None = None) -> HistoryCache:
+    """A cache from its JSON bytes (or the dict that analyse returned), checked against the schema: a
+    HistoryCacheError naming what is wrong otherwise."""
+    try:
+        version = (msgspec.json.decode(data, type=_Version) if isinstance(data, bytes)
+                   else msgspec.convert(data, _Version)).version
+        if version != CACHE_VERSION:
+            raise HistoryCacheError(path, f"history cache of version {shorten(repr(version), 40)} (this kernlint "
+                                          f"writes {CACHE_VERSION})")
+        if isinstance(data, bytes):
+            return msgspec.json.decode(data, type=HistoryCache)
+        return msgspec.convert(data, HistoryCache)
+    except msgspec.ValidationError as exc:
+        raise HistoryCacheError(path, f"not a kernlint history cache ({shorten(str(exc), 200)})") from None
+    except msgspec.DecodeError as exc:
+        raise HistoryCacheError(path, f"not a kernlint history cache (not JSON: {shorten(str(exc), 200)})") from None
+    except RecursionError:
+        raise HistoryCacheError(path, "not a kernlint history cache: its JSON nests too deeply to read") from None
+
+
+def _unusable(cache: HistoryCache, inputs: list[str], names: Sequence[str]) -> str:
+    """Why the cache cannot be reused for these inputs ("" when it can): its content was edited, or it was
+    computed from other baselines than the first of these, or a cached change point lies outside its series."""
+    if cache.digest != _content_digest(cache):
+        return "its content digest does not match (edited or damaged)"
+    if len(cache.inputs) > len(inputs):
+        return f"computed from {len(cache.inputs)} baselines, more than the {len(inputs)} given"
+    for i, (was, now) in enumerate(zip(cache.inputs, inputs, strict=False)):
+        if was != now:
+            return f"computed from other baselines ({shorten(names[i], 200)}, #{i + 1}, differs)"
+    for label, entry in cache.series.items():
+        indexes = [c[0] for c in entry.changes]
+        if entry.n > len(cache.inputs) or any(not 2 <= i <= entry.n - 2 for i in indexes) \
+                or indexes != sorted(set(indexes)):
+            return f"series {shorten(label, 200)}: change points that cannot be in {entry.n} values"
+    return ""
 
 
 def permutations_for(alpha: float) -> int:
@@ -213,16 +347,26 @@ def _digest(values: Sequence[float]) -> str:
 
 def analyse(baselines: Sequence[Baseline], names: Sequence[str], *, alpha: float = 0.01,
             permutations: int | None = None, min_relative: float = 0.005, quantum_ticks: float = 2.5,
-            cache: dict | None = None) -> tuple[History, dict]:
+            cache: HistoryCache | dict | None = None) -> tuple[History, dict]:
     """The history's change points, and the cache to keep for the next (appended) history. `permutations`:
-    None for enough for `alpha` (permutations_for)."""
+    None for enough for `alpha` (permutations_for). `cache`: what read_cache read, or the dict an earlier
+    analyse returned; one that cannot be used is not (History.cache_ignored says why)."""
     history = History(baselines=list(names), series=0)
     permutations = permutations or permutations_for(alpha)
     quantum = max((p.quantum_us for b in baselines for p in b.programs.values()), default=0.0)
-    settings = {"method": _METHOD, "alpha": alpha, "permutations": permutations, "min_relative": min_relative,
-                "min_us": quantum_ticks * quantum}
-    same = (cache or {}).get("version") == CACHE_VERSION and (cache or {}).get("settings") == settings
-    old = (cache or {}).get("series", {}) if same else {}
+    settings = {"method": _METHOD, "alpha": float(alpha), "permutations": int(permutations),
+                "min_relative": float(min_relative), "min_us": float(quantum_ticks * quantum)}
+    inputs = [input_digest(b) for b in baselines]
+    old: dict[str, _CachedSeries] = {}
+    if cache is not None:
+        try:
+            checked = cache if isinstance(cache, HistoryCache) else decode_cache(cache)
+            history.cache_ignored = _unusable(checked, inputs, names)
+        except HistoryCacheError as exc:
+            checked, history.cache_ignored = None, exc.problem
+        if checked is not None and not history.cache_ignored \
+                and msgspec.structs.asdict(checked.settings) == settings:   # other settings: searched again
+            old = checked.series
     kept: dict = {}
     too_few: list[str] = []
     short: list[int] = []
@@ -238,8 +382,8 @@ def analyse(baselines: Sequence[Baseline], names: Sequence[str], *, alpha: float
             short.append(len(values))
         start, known = 0, []
         prior = old.get(label)
-        if prior and prior["n"] <= len(values) and prior["digest"] == _digest(values[:prior["n"]]):
-            known = [tuple(c) for c in prior["changes"]]
+        if prior and prior.n <= len(values) and prior.digest == _digest(values[:prior.n]):
+            known = [tuple(c) for c in prior.changes]
             start = known[-1][0] if known else 0   # the appended values can only cut the last segment
             history.reused += 1
         found = known + _search(values, alpha=alpha, permutations=permutations, min_relative=min_relative,
@@ -254,7 +398,10 @@ def analyse(baselines: Sequence[Baseline], names: Sequence[str], *, alpha: float
                                                      round(after, 4), p, test))
     history.change_points.sort(key=lambda c: (c.index, c.series))
     history.notes = _notes(alpha, short, too_few)
-    return history, {"version": CACHE_VERSION, "settings": settings, "series": kept}
+    made = HistoryCache(version=CACHE_VERSION, inputs=inputs, settings=_Settings(**settings),
+                        series={k: _CachedSeries(**v) for k, v in kept.items()}, digest="0" * 16)
+    made.digest = _content_digest(made)
+    return history, msgspec.to_builtins(made)
 
 
 def _notes(alpha: float, short: list[int], too_few: list[str]) -> list[str]:

@@ -1,21 +1,30 @@
 """A single-process workload run in a child process (`kernlint run TARGET` without --nproc).
 
-The workload's code runs apart from kernlint: whatever it does (os._exit, a crash, a hang, 40 MB of prints)
-ends in one error or a trace, never in kernlint exiting 0 with nothing checked. The child is
-`python -m kernlint.rank_worker --kl-single ...`; what the workload prints is streamed to `on_output` line by
-line as it comes (never held), except the child's own `kernlint-child-*` lines, which carry its result:
+The workload's code runs apart from kernlint: whatever it does (os._exit, a crash, a hang, 40 MB of prints, a
+line without end, children of its own) ends in one error or a trace, never in kernlint exiting 0 with nothing
+checked. The child is `python -m kernlint.rank_worker --kl-single --kl-result FILE ...`, started in a session of
+its own: when the run ends, times out or kernlint is signalled, its whole process group is killed, the
+workload's own children too.
 
-    kernlint-child-ready                      kernlint and torch are imported: the workload's time starts
-    kernlint-child-trace: <path>              the trace written (and its .run.json beside it)
-    kernlint-child-profiler: <line>           what the profiler said (shown with -v)
-    kernlint-child-error: <json>              a kernlint error: {"type", "path", "problem", "line"}
+What the workload prints is passed to `on_output` as it comes, read in chunks of at most 64 KiB (a line longer
+than that is passed on in pieces, never held whole). The child's result goes to a file of its own that this
+process names (never the workload's stdout, where an unfinished line would swallow it), one JSON object a line:
+
+    {"ready": true}                 kernlint and torch are imported: the workload's time starts
+    {"profiler": "<line>"}          what the profiler said (shown with -v)
+    {"error": {"type", "path", "problem", "line"}}   a kernlint error
+    {"trace": "<path>"}             the trace written (and its .run.json beside it)
 """
 from __future__ import annotations
 
+import codecs
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -23,11 +32,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernlint import errors
-from kernlint.errors import KernlintError, WorkloadError
-from kernlint.fileio import RUN_METADATA_SUFFIX
+from kernlint.errors import ConfigError, KernlintError, WorkloadError
+from kernlint.fileio import RUN_METADATA_SUFFIX, termination_raised
 
-CHILD_PREFIX = "kernlint-child-"
 _STOP_GRACE_S = 5.0
+_POLL_S = 0.02
+# The most of the workload's output held at a time: a read, and an unfinished line before it is passed on.
+_OUTPUT_CHUNK = 64 * 1024
+# The most of the result file read: a trace path, an error, the profiler's log.
+_RESULT_LIMIT = 4 << 20
 # kernlint's own start in the child (importing torch; CUDA is not touched yet) is bounded apart from the
 # workload, so that `--timeout` means the workload's time whatever the machine's load or cache state.
 START_LIMIT_S = 300.0
@@ -44,16 +57,15 @@ class ChildCapture:
     profiler_log: tuple[str, ...]
 
 
-def _error(payload: str) -> KernlintError:
+def _error(payload: object) -> KernlintError:
     """The child's kernlint error, of the same type (and so the same exit code) as in this process."""
     try:
-        found = json.loads(payload)
-        kind = getattr(errors, found["type"], None)
+        kind = getattr(errors, payload["type"], None)
         if isinstance(kind, type) and issubclass(kind, KernlintError):
-            return kind(found.get("path"), str(found["problem"]), found.get("line"))
-    except (ValueError, KeyError, TypeError):
+            return kind(payload.get("path"), str(payload["problem"]), payload.get("line"))
+    except (KeyError, TypeError, AttributeError):
         pass
-    return WorkloadError(None, f"the workload's process reported an error kernlint cannot read: {payload[:200]}")
+    return WorkloadError(None, f"the workload's process reported an error kernlint cannot read: {str(payload)[:200]}")
 
 
 def run_name_of(target: str) -> str:
@@ -70,75 +82,168 @@ def run_in_child(target: str, device: str, out_dir: Path, run_name: str, *, labe
     the child decides) in a child process. Raises the
     child's own KernlintError, or WorkloadError when it exits without a trace, dies, or runs past
     `timeout_s` (then it is stopped). `fixtures`: a folder whose regressed/workloads.py names more workloads."""
+    try:
+        fd, result_name = tempfile.mkstemp(prefix="kernlint-child-", suffix=".jsonl")
+    except OSError as exc:
+        raise ConfigError(tempfile.gettempdir(), f"cannot create the workload's result file: "
+                                                 f"{exc.strerror or exc}") from None
+    os.close(fd)
+    result_file = Path(result_name)
     cmd = [sys.executable, "-m", "kernlint.rank_worker", "--kl-single", "--kl-target", target, "--kl-device", device,
            "--kl-out", str(out_dir), "--kl-run", run_name, "--kl-label", label, "--kl-warmup", str(warmup),
-           "--kl-steps", str(steps)] + (["--kl-debug"] if debug else []) + (
+           "--kl-steps", str(steps), "--kl-result", str(result_file)] + (["--kl-debug"] if debug else []) + (
            ["--kl-fixtures", str(fixtures)] if fixtures else [])
-    own: dict[str, list[str]] = {"trace": [], "profiler": [], "error": []}
-    ready = threading.Event()
-    start = time.perf_counter()
-    child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
-
-    def pump() -> None:
-        for raw in child.stdout:
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            if line.startswith(CHILD_PREFIX):
-                kind, _, value = line[len(CHILD_PREFIX):].partition(": ")
-                if kind == "ready":
-                    ready.set()
-                    continue
-                if kind in own:
-                    own[kind].append(value)
-                    continue
-            on_output(line)
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
     try:
-        _wait_until_ready(child, ready, label)
-        code = child.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _stop(child)
-        raise WorkloadError(None, f"{label}: the workload did not finish within {timeout_s:g} s (--timeout); it was "
-                                  "stopped and nothing was checked") from None
-    except BaseException:   # Ctrl-C: the child goes too
-        _stop(child)
-        raise
+        with termination_raised():   # SIGTERM / SIGHUP: the workload is stopped on the way out, as after Ctrl-C
+            code, wall = _run(cmd, result_file, label, timeout_s, on_output)
+        result = _read_result(result_file)
     finally:
-        reader.join(timeout=_STOP_GRACE_S)
-    wall = time.perf_counter() - start
-    if own["error"]:
-        raise _error(own["error"][-1])
+        with contextlib.suppress(OSError):
+            result_file.unlink()
+    if "error" in result:
+        raise _error(result["error"])
     if code != 0:
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         raise WorkloadError(None, f"{label}: the workload's process {how} before its trace was written; nothing "
                                   "was checked")
-    if not own["trace"]:
+    if "trace" not in result:
         raise WorkloadError(None, f"{label}: the workload's process ended (exit 0) before its trace was written "
                                   "(did it call os._exit()?); nothing was checked")
-    trace = Path(own["trace"][-1])
+    trace = Path(result["trace"])
     metadata = trace.with_name(trace.name.removesuffix(".pt.trace.json.gz") + RUN_METADATA_SUFFIX)
-    return ChildCapture(trace, metadata, wall, tuple(own["profiler"]))
+    return ChildCapture(trace, metadata, wall, tuple(result.get("profiler", ())))
 
 
-def _wait_until_ready(child: subprocess.Popen, ready: threading.Event, label: str) -> None:
-    """Until the child has imported kernlint and torch, or has ended (its exit is read after)."""
+def _run(cmd: list[str], result_file: Path, label: str, timeout_s: float | None,
+         on_output: Callable[[str], None]) -> tuple[int, float]:
+    """Run the child to its end (its exit code and wall time), its output passed on as it comes. Whatever
+    way it ends (exit, --timeout, Ctrl-C, SIGTERM), its process group is killed before it is reaped, so
+    nothing the workload started outlives it."""
+    start = time.perf_counter()
+    # A session of its own: its process group is the workload's and its children's, to end as one.
+    child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    reader = threading.Thread(target=_pass_on, args=(child.stdout, on_output), daemon=True)
+    reader.start()
+    try:
+        _wait_until_ready(child, result_file, label)
+        if not _ended(child, timeout_s):
+            _stop(child)
+            raise WorkloadError(None, f"{label}: the workload did not finish within {timeout_s:g} s (--timeout); "
+                                      "it was stopped and nothing was checked")
+        _kill_group(child)   # what the workload left running (a forked child) ends with it
+        code = child.wait()
+    except BaseException:   # Ctrl-C, SIGTERM, SIGHUP: the child goes too
+        _stop(child)
+        raise
+    finally:
+        reader.join(timeout=_STOP_GRACE_S)
+    return code, time.perf_counter() - start
+
+
+def _pass_on(stream, on_output: Callable[[str], None]) -> None:
+    """The child's output to `on_output` line by line (without the newline), read in chunks of at most
+    _OUTPUT_CHUNK bytes: an unfinished line of more than _OUTPUT_CHUNK characters is passed on in pieces, and
+    one left at the end is passed on too."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    pending = ""
+    fd = stream.fileno()
+    while True:
+        try:
+            chunk = os.read(fd, _OUTPUT_CHUNK)
+        except OSError:
+            break
+        pending += decoder.decode(chunk, final=not chunk)
+        *lines, pending = pending.split("\n")
+        for line in lines:
+            on_output(line)
+        while len(pending) >= _OUTPUT_CHUNK:
+            on_output(pending[:_OUTPUT_CHUNK])
+            pending = pending[_OUTPUT_CHUNK:]
+        if not chunk:
+            break
+    if pending:
+        on_output(pending)
+    stream.close()
+
+
+def _read_result(result_file: Path) -> dict:
+    """What the child wrote to its result file: the last trace and error, every profiler line."""
+    result: dict = {"profiler": []}
+    try:
+        with open(result_file, "rb") as fh:
+            text = fh.read(_RESULT_LIMIT).decode("utf-8", "replace")
+    except OSError:
+        return result
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:   # a line cut short (the child killed while it wrote)
+            continue
+        if not isinstance(entry, dict):
+            continue
+        if "profiler" in entry:
+            result["profiler"].append(str(entry["profiler"]))
+        for key in ("trace", "error"):
+            if key in entry:
+                result[key] = entry[key]
+    return result
+
+
+def _ended(child: subprocess.Popen, timeout_s: float | None) -> bool:
+    """Wait until the child has exited (True) or `timeout_s` has passed (False), without reaping it: its
+    process group id stays its own until _kill_group has run."""
+    deadline = None if timeout_s is None else time.perf_counter() + timeout_s
+    while not _exited(child):
+        if deadline is not None and time.perf_counter() > deadline:
+            return False
+        time.sleep(_POLL_S)
+    return True
+
+
+def _exited(child: subprocess.Popen) -> bool:
+    if child.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:   # reaped already
+        return True
+
+
+def _wait_until_ready(child: subprocess.Popen, result_file: Path, label: str) -> None:
+    """Until the child has imported kernlint and torch (its first result line), or has ended."""
     deadline = time.perf_counter() + START_LIMIT_S
-    while not ready.wait(0.05):
-        if child.poll() is not None:
+    while not _ready(result_file):
+        if _exited(child):
             return
         if time.perf_counter() > deadline:
             _stop(child)
             raise WorkloadError(None, f"{label}: the workload's process did not finish importing torch within "
                                       f"{START_LIMIT_S:g} s; it was stopped and nothing was checked")
+        time.sleep(_POLL_S)
+
+
+def _ready(result_file: Path) -> bool:
+    try:
+        return result_file.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _kill_group(child: subprocess.Popen, signo: int = signal.SIGKILL) -> None:
+    """Signal the child's process group (the child was started in a session of its own, so the group is
+    its and its children's alone)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signo)
 
 
 def _stop(child: subprocess.Popen) -> None:
-    if child.poll() is None:
-        child.terminate()
-        try:
-            child.wait(timeout=_STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+    """End the child and everything in its process group: SIGTERM, then SIGKILL after a grace period."""
+    if child.returncode is not None:   # reaped: its group was killed before (its id may be another's now)
+        return
+    _kill_group(child, signal.SIGTERM)
+    deadline = time.perf_counter() + _STOP_GRACE_S
+    while not _exited(child) and time.perf_counter() < deadline:
+        time.sleep(_POLL_S)
+    _kill_group(child)
+    child.wait()

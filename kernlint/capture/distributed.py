@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from pathlib import Path
 from kernlint.capture.runner import new_run_dir
 from kernlint.device import Device
 from kernlint.errors import ConfigError, WorkloadError
+from kernlint.fileio import termination_raised
 
 # NVLink multicast stays off for every process: a program using it can take shared GPUs out of service.
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -60,9 +62,10 @@ class RankLaunch:
             for rank in range(nproc):
                 log = open(self._tmp / f"rank{rank}.log", "w+b")  # a file, not a pipe: nothing to drain
                 self._logs.append(log)
+                # A session of its own: stopping a rank ends what it started too (its process group).
                 self._procs.append(subprocess.Popen(
                     cmd, env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)}, stdin=subprocess.DEVNULL,
-                    stdout=log, stderr=subprocess.STDOUT))
+                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
         except BaseException:
             self.stop()
             _remove_if_empty(self.run_dir)
@@ -71,7 +74,8 @@ class RankLaunch:
     def wait(self) -> list[Path]:
         """Every rank's trace, sorted by path. A rank that fails stops the others (they would wait for it)."""
         try:
-            failed = self._wait_all()
+            with termination_raised():   # SIGTERM / SIGHUP: the ranks are stopped on the way out, as after Ctrl-C
+                failed = self._wait_all()
             if failed is not None:
                 rank, code = failed
                 raise WorkloadError(None, f"{self.nproc} ranks: rank {rank} failed (exit {code}): "
@@ -119,16 +123,17 @@ class RankLaunch:
         return log.read().decode("utf-8", "replace")
 
     def stop(self) -> None:
-        """End every rank still running (terminate, then kill), and clean up."""
-        for p in self._procs:
-            if p.poll() is None:
-                p.terminate()
+        """End every rank still running and what it started (its process group: SIGTERM, then SIGKILL), and
+        clean up."""
+        running = [p for p in self._procs if p.poll() is None]
+        for p in running:
+            _signal_group(p, signal.SIGTERM)
         deadline = time.monotonic() + 5.0
-        for p in self._procs:
+        for p in running:
             try:
                 p.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                p.kill()
+                _signal_group(p, signal.SIGKILL)
                 p.wait()
         self._close()
 
@@ -154,6 +159,14 @@ def launch(target: str, nproc: int, device: str, out_dir: Path, run_name: str, *
     """Run `target` on `nproc` ranks; return the traces written (one a rank, sorted by path)."""
     return start_ranks(target, nproc, device, out_dir, run_name, warmup=warmup, steps=steps,
                        timeout_s=timeout_s, fixtures=fixtures).wait()
+
+
+def _signal_group(rank: subprocess.Popen, signo: int) -> None:
+    """Signal a rank's process group (the rank leads it: it was started in a session of its own)."""
+    try:
+        os.killpg(rank.pid, signo)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _remove_if_empty(folder: Path) -> None:

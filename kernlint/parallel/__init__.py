@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernlint.errors import ConfigError
-from kernlint.parallel.work import Failure, WorkerError, check_path
+from kernlint.parallel.work import Failure, WorkerError, matched_results
 from kernlint.registry import Registry
 from kernlint.rules.summary import CheckedTrace
 
@@ -111,7 +111,9 @@ def check_paths(paths: Sequence[str | Path], rules: Sequence, *, max_bytes: int,
     results: list[Any] = [None] * len(items)
     done = [False] * len(items)
     first_failed: int | None = None
-    runner = chosen.run(check_path, shared, items, workers=max(1, min(jobs, len(items))), address=scheduler)
+    # each result checked to be its own task's: a plugin backend that mixes them up is named, not trusted
+    runner = matched_results(chosen.run, name, BACKENDS.origin(name), shared, items,
+                             workers=max(1, min(jobs, len(items))), address=scheduler)
     try:
         for i, result in runner:
             results[i], done[i] = result, True

@@ -1,7 +1,9 @@
 """The processes backend: a pool of local worker processes (concurrent.futures), one trace a task.
 
 Workers start from a fork server that has imported kernlint once (no fork of a parent holding tables or
-threads, no fresh interpreter per worker); they ignore Ctrl-C, which the parent handles by stopping them.
+threads, no fresh interpreter per worker); they ignore Ctrl-C, which the parent handles by stopping them. SIGTERM
+and SIGHUP to the parent stop them the same way (kernlint.fileio.TerminatedError): the pool's processes never
+outlive it.
 The rules and options are sent once per worker, not once per trace.
 
 The parallel backends register on every check (the registry loads its built-ins), so this module imports
@@ -16,6 +18,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from kernlint.fileio import termination_raised
 from kernlint.parallel import Backend, register
 from kernlint.parallel.work import WorkerError
 
@@ -63,33 +66,47 @@ def _stop(pool: ProcessPoolExecutor) -> None:
             process.join(timeout=5)
 
 
+# Held back while the pool forks its workers; SIGTERM and SIGHUP raise TerminatedError there (run()).
+_DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 @contextlib.contextmanager
-def _ctrl_c_deferred():
-    """Ctrl-C held back while the pool forks its workers (submit starts them): a worker interrupted halfway
-    is not yet in the pool's list, so stopping the pool could not end it, and it would die later with a
-    traceback of its own. A Ctrl-C pressed meanwhile is raised as soon as this block ends."""
-    if threading.current_thread() is not threading.main_thread() or not callable(signal.getsignal(signal.SIGINT)):
-        yield   # Ctrl-C ignored (nohup, a background job) or not Python's to handle: nothing to hold back
+def _signals_deferred():
+    """Ctrl-C (and SIGTERM, SIGHUP) held back while the pool forks its workers (submit starts them): a worker
+    interrupted halfway is not yet in the pool's list, so stopping the pool could not end it, and it would die
+    later with a traceback of its own. A signal that came meanwhile is handled as soon as this block ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
         return
     pressed: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    previous = {}
+    for signo in _DEFERRED_SIGNALS:
+        handler = signal.getsignal(signo)
+        if callable(handler):   # ignored (nohup, a background job) or not Python's to handle: left alone
+            previous[signo] = signal.signal(signo, lambda signum, frame: pressed.append(signum))
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signo, handler in previous.items():
+            signal.signal(signo, handler)
     if pressed:
-        previous(signal.SIGINT, None)   # Python's own handler raises KeyboardInterrupt
+        previous[pressed[0]](pressed[0], None)   # Python's own handler raises KeyboardInterrupt; ours TerminatedError
 
 
 def run(fn, shared: tuple, items: list, *, workers: int, address: str | None = None
         ) -> Iterator[tuple[int, Any]]:
+    with termination_raised():
+        yield from _run_pool(fn, shared, items, workers)
+
+
+def _run_pool(fn, shared: tuple, items: list, workers: int) -> Iterator[tuple[int, Any]]:
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_start, initargs=(shared,))
     finished = False
     try:
-        with _ctrl_c_deferred():
+        with _signals_deferred():
             futures = {pool.submit(_call, fn, item): i for i, item in enumerate(items)}
         pending = set(futures)
         while pending:

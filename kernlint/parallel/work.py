@@ -3,7 +3,12 @@
 A worker never raises: an error comes back as a `Failure` holding the exception's class and state, so that
 the process that collects the results raises the same typed error (a TraceError stays a TraceError naming its
 file, exit 2) whatever the engine does with exceptions of its tasks (pickles them by their args, which
-KernlintError's constructor does not take back; logs them; retries them).
+KernlintError's constructor does not take back; logs them; retries them). An exception raised by a plugin's
+code (a check kind of another package) comes back as a PluginError naming that plugin: its traceback, which
+says so, stays in the worker.
+
+A task carries its index and path, and its result echoes them (`Task`, `Done`): `matched_results` checks that
+a backend (another package's, too) returns each task's own result once, never another task's.
 """
 from __future__ import annotations
 
@@ -11,11 +16,13 @@ import dataclasses
 import gc
 import os
 import pickle
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernlint.errors import KernlintError
+from kernlint.errors import KernlintError, PluginError
+from kernlint.registry import plugin_failed
 from kernlint.rules.engine import summarize_trace
 from kernlint.rules.summary import CheckedTrace
 from kernlint.trace import load as trace_load
@@ -47,6 +54,9 @@ class WorkerError(RuntimeError):
 
 
 def failure(path: str, exc: BaseException) -> Failure:
+    named = plugin_failed(exc)   # a plugin's code raised it: the error names the plugin
+    if named is not None:
+        exc = PluginError(path, named.problem)
     found = Failure(path, type(exc), exc.args, dict(exc.__dict__), f"{type(exc).__name__}: {exc}")
     try:
         pickle.loads(pickle.dumps(found))
@@ -92,3 +102,53 @@ def check_path(path: str, rules: list, max_bytes: int, baseline_parts: bool, bas
         table = None
         if large:
             gc.collect()
+
+
+@dataclass(frozen=True)
+class Task:
+    """One trace to check, as a backend receives it: its index among the paths, and the path."""
+
+    index: int
+    path: str
+
+
+@dataclass(frozen=True)
+class Done:
+    """A task's result, echoing the task it is the result of."""
+
+    index: int
+    path: str
+    value: Any          # CheckedTrace | Failure
+
+
+def run_task(task: Task, *shared) -> Done:
+    """What a backend runs: check_path(task.path, *shared), its result labelled with the task."""
+    return Done(task.index, task.path, check_path(task.path, *shared))
+
+
+def matched_results(run: Callable[..., Iterator[tuple[int, Any]]], backend: str, origin: str | None,
+                    shared: tuple, items: list[str], **options) -> Iterator[tuple[int, Any]]:
+    """(index, result) of `run` (a backend's) over `items`, each result checked to be its task's own: a result
+    that is not a task's, or is another task's, or a task's again, is a PluginError naming the backend's plugin
+    (`origin`), or for a built-in backend a WorkerError (kernlint's bug). Closing this closes the backend's."""
+    runner = run(run_task, shared, [Task(i, p) for i, p in enumerate(items)], **options)
+    seen: set[int] = set()
+    try:
+        for index, done in runner:
+            problem = None
+            if not isinstance(done, Done) or not isinstance(index, int) or not 0 <= index < len(items):
+                problem = f"yielded ({type(index).__name__}, {type(done).__name__}), not a task's index and result"
+            elif done.index != index or done.path != items[index]:
+                problem = (f"returned the result of task #{done.index + 1} ({done.path}) as that of task "
+                           f"#{index + 1} ({items[index]})")
+            elif index in seen:
+                problem = f"returned the result of task #{index + 1} ({items[index]}) twice"
+            if problem is not None:
+                if origin is not None:
+                    raise PluginError(None, f"{origin}: {problem} (a bug in that plugin, not in kernlint; run "
+                                            f"without --backend {backend})")
+                raise WorkerError(f"the {backend} backend {problem}")
+            seen.add(index)
+            yield index, done.value
+    finally:
+        runner.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -88,6 +89,29 @@ def statement_line(tree: ast.AST, def_line: int, ops: Iterable[str | None], func
     return None
 
 
+def read_source_file(root: Path, file: str, max_bytes: int = MAX_SOURCE_BYTES) -> bytes | None:
+    """The bytes of a source file a trace names (`file`: relative to `root`, or absolute), or None unless it is
+    a regular file of at most `max_bytes` inside `root` (a resolved path; links resolved too): a trace may name
+    any path, /etc/passwd, a FIFO that blocks, /dev/zero, a 3 GB sparse file."""
+    try:
+        path = Path(file)
+        real = (path if path.is_absolute() else root / path).resolve()
+        real.relative_to(root)   # ValueError outside the root
+        # O_NONBLOCK: a FIFO swapped in after the resolve opens at once (and is refused by its fstat)
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except (OSError, ValueError, RuntimeError):
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+                return None
+            data = handle.read(max_bytes + 1)
+        except OSError:
+            return None
+    return data if len(data) <= max_bytes else None
+
+
 class SourceStatements:
     """Statement lines of the Python files under `root`, each file read and parsed once."""
 
@@ -109,21 +133,17 @@ class SourceStatements:
     def _parse(self, file: str) -> ast.AST | None:
         if self.only is not None and not self.only(file):
             return None
-        try:
-            if self._resolved_root is None:
+        if self._resolved_root is None:
+            try:
                 self._resolved_root = self.root.resolve()
-            path = Path(file)
-            real = (path if path.is_absolute() else self.root / path).resolve()
-            real.relative_to(self._resolved_root)   # ValueError outside the root
-            info = real.stat()
-            if not stat.S_ISREG(info.st_mode) or info.st_size > self.max_bytes:
+            except (OSError, RuntimeError):
                 return None
-            with real.open("rb") as handle:
-                data = handle.read(self.max_bytes + 1)
-            if len(data) > self.max_bytes:
-                return None
-            return ast.parse(data, filename=str(real))
-        except (OSError, ValueError, SyntaxError, RecursionError, MemoryError):
+        data = read_source_file(self._resolved_root, file, self.max_bytes)
+        if data is None:
+            return None
+        try:
+            return ast.parse(data, filename=file)
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
             return None
 
     def line_of(self, source: str | None, ops: Iterable[str | None], function: str | None = None) -> int | None:

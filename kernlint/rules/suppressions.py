@@ -5,7 +5,9 @@
   `--prune-suppressions` drops what no longer occurs. The fingerprints (kernlint.rules.fingerprint) hold no
   step number, pid, rank or absolute path: the file written from one recording silences the same findings
   in the next. A file of version 1 (fingerprints as recorded) is still read and matched by those; kernlint
-  rewrites it as version 2 when it writes the file;
+  rewrites it as version 2 when it writes the file. The file is input (issue 38): only a regular file of at
+  most MAX_SUPPRESSIONS_BYTES is read, decoded by msgspec against its schema (counts 1 to 2**53), and anything
+  else (not JSON, another shape, nesting too deep, a number out of range) is one ConfigError naming the file;
 - `[per-source-ignores]` in the config, like ruff's `per-file-ignores`: a glob of the finding's source path ->
   rule ids (or ALL);
 - an inline `# kernlint: ignore[KL401]` comment (several ids comma-separated; none: every rule) on the source
@@ -21,17 +23,22 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
+import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
-from kernlint.errors import ConfigError
+import msgspec
+
+from kernlint.errors import ConfigError, shorten
 from kernlint.rules.fingerprint import FINGERPRINT_SCHEME, fingerprint_of
 from kernlint.rules.result import STATUS_FAILED, STATUS_PASSED, Finding, RuleOutcome, TraceReport
 from kernlint.rules.severity import SEVERITY_ORDER
-from kernlint.rules.statements import SourceStatements
+from kernlint.rules.statements import SourceStatements, read_source_file
 
 SUPPRESSIONS_FILE = "kernlint-suppressions.json"
 SUPPRESSIONS_VERSION = 2
@@ -40,6 +47,55 @@ _READ_VERSIONS = (1, 2)
 # `# kernlint: ignore` or `# kernlint: ignore[KL401, KL502]`, then an optional reason.
 _INLINE = re.compile(r"#\s*kernlint:\s*ignore(?:\[(?P<ids>[^\]]*)\])?(?P<reason>.*)$", re.IGNORECASE)
 HOW = ("file", "per-source", "inline")
+# The largest suppressions file read (docs/configuration.md): a real one holds ~150 bytes an entry, so 16 MiB
+# is over 100,000 suppressed findings; a larger file is refused before it is read.
+MAX_SUPPRESSIONS_BYTES = 16 << 20
+_Count = Annotated[int, msgspec.Meta(ge=1, le=1 << 53)]
+_Small = Annotated[int, msgspec.Meta(ge=0, le=1 << 20)]
+
+
+class _Entry(msgspec.Struct):
+    rule: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    count: _Count
+
+
+class _FileSchema(msgspec.Struct, rename={"fingerprint_scheme": "fingerprint-scheme"}):
+    version: _Small
+    suppressions: dict[str, _Entry]
+    fingerprint_scheme: _Small | None = None
+
+
+class _Version(msgspec.Struct):
+    version: object = None
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The file's bytes: a regular file of at most MAX_SUPPRESSIONS_BYTES, else a ConfigError (a FIFO is
+    never opened for reading, so never waited on; a huge file is never read)."""
+    problem = "cannot read the suppressions file"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # a FIFO opens at once instead of waiting for a writer
+    except IsADirectoryError:
+        raise ConfigError(path, "is a folder, not a suppressions file") from None
+    except OSError as exc:
+        raise ConfigError(path, f"{problem}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ConfigError(path, "is a folder, not a suppressions file")
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(path, "not a regular file (a FIFO, socket or device): not a suppressions file")
+        too_large = f"larger than {MAX_SUPPRESSIONS_BYTES >> 20} MiB: not a kernlint suppressions file"
+        if info.st_size > MAX_SUPPRESSIONS_BYTES:
+            raise ConfigError(path, too_large)
+        os.set_blocking(fd, True)
+        try:
+            data = fh.read(MAX_SUPPRESSIONS_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(path, f"{problem}: {exc.strerror or exc}") from None
+    if len(data) > MAX_SUPPRESSIONS_BYTES:   # it grew since the stat
+        raise ConfigError(path, too_large)
+    return data
 
 
 @dataclass(frozen=True)
@@ -82,26 +138,29 @@ class SuppressionFile:
 
     @classmethod
     def read(cls, path: Path) -> SuppressionFile:
+        """The file at `path`, checked against its schema: a ConfigError naming the file otherwise."""
+        data = _read_bounded(path)
+        expected = (f"expected version {' or '.join(map(str, _READ_VERSIONS))} and a `suppressions` object of "
+                    "{\"rule\": ID, \"count\": N > 0}")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(path, f"cannot read the suppressions file: {exc.strerror or exc}") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ConfigError(path, f"not a kernlint suppressions file (not JSON: {exc})") from None
-        entries = data.get("suppressions") if isinstance(data, dict) else None
-        version = data.get("version") if isinstance(data, dict) else None
-        if version not in _READ_VERSIONS or isinstance(version, bool) or not isinstance(entries, dict):
-            raise ConfigError(path, f"not a kernlint suppressions file (expected version "
-                                    f"{' or '.join(map(str, _READ_VERSIONS))} and a `suppressions` object)")
-        scheme = 1 if version == 1 else data.get("fingerprint-scheme", FINGERPRINT_SCHEME)
-        if scheme not in (1, FINGERPRINT_SCHEME) or isinstance(scheme, bool) or (version == 2 and scheme == 1):
+            version = msgspec.json.decode(data, type=_Version).version
+            if version not in _READ_VERSIONS or isinstance(version, bool):
+                raise ConfigError(path, f"not a kernlint suppressions file ({expected})")
+            decoded = msgspec.json.decode(data, type=_FileSchema)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(path, f"not a kernlint suppressions file ({shorten(str(exc), 200)}; {expected})"
+                              ) from None
+        except msgspec.DecodeError as exc:
+            raise ConfigError(path, f"not a kernlint suppressions file (not JSON: {shorten(str(exc), 200)})") from None
+        except RecursionError:
+            raise ConfigError(path, "not a kernlint suppressions file: its JSON nests too deeply to read") from None
+        scheme = 1 if version == 1 else (FINGERPRINT_SCHEME if decoded.fingerprint_scheme is None
+                                             else decoded.fingerprint_scheme)
+        if scheme not in (1, FINGERPRINT_SCHEME) or (version == 2 and scheme == 1):
             raise ConfigError(path, f"fingerprint-scheme {scheme!r}: this kernlint reads scheme "
                                     f"{FINGERPRINT_SCHEME} (and version 1 files); written by another kernlint?")
-        for key, entry in entries.items():
-            if not (isinstance(entry, dict) and isinstance(entry.get("count"), int) and entry["count"] > 0
-                    and isinstance(entry.get("rule"), str)):
-                raise ConfigError(path, f"suppression {key!r}: expected {{\"rule\": ID, \"count\": N > 0}}")
-        return cls(path, dict(entries), scheme=scheme)
+        entries = {key: {"rule": e.rule, "count": e.count} for key, e in decoded.suppressions.items()}
+        return cls(path, entries, scheme=scheme)
 
     def text(self) -> str:
         """The file as kernlint writes it: the current version and scheme (upgrade an older file first)."""
@@ -130,12 +189,17 @@ def pruned(file: SuppressionFile, findings: Iterable[Finding]) -> SuppressionFil
 
 
 class _InlineComments:
-    """`# kernlint: ignore[...]` on source lines, read once per file from the working tree."""
+    """`# kernlint: ignore[...]` on source lines, read once per file from the working tree: only files inside
+    `root` (kernlint.rules.statements.read_source_file: regular files under a size bound), and, given
+    `resolve` (a source map's recorded path -> root-relative path), only the files it maps into the root. A
+    trace names any path it likes: its own "suppression" in /tmp/x/secret.py is never read."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, resolve: Callable[[str], str | None] | None = None):
         self.root = root
+        self._resolve = resolve
         self._lines: dict[str, list[str] | None] = {}
         self._statements = SourceStatements(root)
+        self._resolved_root: Path | None = None
 
     def of(self, finding: Finding) -> tuple[set[str] | None, str] | None:
         """The comment on the finding's source line, else on the statement of its function that issued the op
@@ -143,8 +207,13 @@ class _InlineComments:
         found = self.at(finding.source)
         if found is not None or not finding.source:
             return found
-        line = self._statements.line_of(finding.source, (finding.top_op, finding.launch_op), finding.function)
-        return None if line is None else self.at(f"{finding.source.rpartition(':')[0]}:{line}")
+        file, _, def_line = finding.source.rpartition(":")
+        mapped = file if self._resolve is None else self._resolve(file)
+        if mapped is None:
+            return None
+        line = self._statements.line_of(f"{mapped}:{def_line}", (finding.top_op, finding.launch_op),
+                                        finding.function)
+        return None if line is None else self.at(f"{file}:{line}")
 
     def at(self, source: str | None) -> tuple[set[str] | None, str] | None:
         """(the ids the comment names, None for every rule; its reason) on the line `source` (file:line)."""
@@ -166,11 +235,17 @@ class _InlineComments:
 
     def _read(self, file: str) -> list[str] | None:
         if file not in self._lines:
-            path = Path(file) if Path(file).is_absolute() else self.root / file
-            try:
-                self._lines[file] = path.read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                self._lines[file] = None
+            self._lines[file] = None
+            mapped = file if self._resolve is None else self._resolve(file)
+            if mapped is not None:
+                if self._resolved_root is None:
+                    try:
+                        self._resolved_root = self.root.resolve()
+                    except (OSError, RuntimeError):
+                        return None
+                data = read_source_file(self._resolved_root, mapped)
+                if data is not None:
+                    self._lines[file] = data.decode("utf-8", errors="replace").splitlines()
         return self._lines[file]
 
 
@@ -209,8 +284,11 @@ def _verdict(outcome: RuleOutcome, kept: list[Finding], floors: Mapping[str, int
 
 def apply_suppressions(reports: Sequence[TraceReport], rules: Sequence, *, file: SuppressionFile | None = None,
                        per_source: Mapping[str, Sequence[str]] | None = None, root: Path | None = None,
-                       inline: bool = True) -> tuple[list[TraceReport], list[Suppressed]]:
-    """The reports with suppressed findings taken out (verdicts recomputed), and what was suppressed."""
+                       inline: bool = True, resolve: Callable[[str], str | None] | None = None
+                       ) -> tuple[list[TraceReport], list[Suppressed]]:
+    """The reports with suppressed findings taken out (verdicts recomputed), and what was suppressed. Inline
+    comments are read from the files under `root` (default: the working directory) that `resolve` (a source
+    map's `path`) maps there, or, without one, that the findings name inside it."""
     floors = {}
     for r in rules:
         floor = SEVERITY_ORDER[r.severity]
@@ -220,7 +298,7 @@ def apply_suppressions(reports: Sequence[TraceReport], rules: Sequence, *, file:
         floors[r.id] = floor
     budget = Counter({k: e["count"] for k, e in (file.entries.items() if file else ())})
     key = file.key if file else fingerprint_of
-    comments = _InlineComments(root or Path.cwd()) if inline else None
+    comments = _InlineComments(root or Path.cwd(), resolve) if inline else None
     suppressed: list[Suppressed] = []
     out = []
     for report in reports:

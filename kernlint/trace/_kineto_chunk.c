@@ -127,9 +127,13 @@ typedef struct {
     size_t nslots;
 } Table;
 
+/* Drawn from os.urandom when the module loads: names crafted to share their slots under a known hash
+   cannot be made without it (each round below is a bijection of the state, so the seed reaches every bit). */
+static uint64_t hash_seed = 0x9E3779B97F4A7C15ULL;
+
 static uint64_t hash_bytes(const unsigned char *s, size_t n)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    uint64_t h = hash_seed ^ (uint64_t)n;
     uint64_t w;
     while (n >= 8) {
         memcpy(&w, s, 8);
@@ -1779,7 +1783,20 @@ static struct PyModuleDef module_def = {
     NULL, NULL, NULL, NULL,
 };
 
+static void seed_hash(void)
+{
+    PyObject *os = PyImport_ImportModule("os");
+    PyObject *bytes = os ? PyObject_CallMethod(os, "urandom", "i", 8) : NULL;
+    if (bytes && PyBytes_Check(bytes) && PyBytes_GET_SIZE(bytes) == 8)
+        memcpy(&hash_seed, PyBytes_AS_STRING(bytes), 8);
+    else
+        PyErr_Clear();   /* no randomness at hand: the fixed seed, as before (only slower on crafted names) */
+    Py_XDECREF(bytes);
+    Py_XDECREF(os);
+}
+
 PyMODINIT_FUNC PyInit__kineto_chunk(void)
 {
+    seed_hash();
     return PyModule_Create(&module_def);
 }

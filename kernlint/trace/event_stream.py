@@ -10,8 +10,8 @@ JSON plus the columns; and no Python object is made per event (no msgspec.Raw li
 It reads the plain case only and says so with StreamFallback otherwise; the loader then reads the file whole,
 as before, with every rule and error message of that path. StreamFallback covers: no C extension, a trace
 small enough to be read whole (its bytes come back instead), not a JSON object, no `"traceEvents": [` in the
-first window, the key "traceEvents" written more than once anywhere, invalid or cut-short JSON, an event
-larger than the window may grow to, a head or tail that does not decode. A chunk the extension does not
+first window, the key "traceEvents" (escaped or not) written more than once anywhere, invalid or cut-short
+JSON, an event larger than the window may grow to, a head or tail that does not decode. A chunk the extension does not
 answer exactly (a damaged value) is decoded by the Python path (kernlint.trace.columns.python_chunk), with
 the same chunk boundaries as the whole-file path: the columns are the same whichever way a trace is read.
 """
@@ -25,7 +25,7 @@ import msgspec
 from kernlint.errors import TraceError
 from kernlint.trace.columns import CHUNK_EVENTS, ColumnAssembly, RawColumns, python_chunk
 from kernlint.trace.native_chunk import add_decoded, native_module
-from kernlint.trace.schema import JSON_TOKEN, RawTrace, trace_decoder
+from kernlint.trace.schema import JSON_TOKEN, RawTrace, count_events_keys, trace_decoder
 
 # A trace whose JSON ends within this many bytes is read whole (its bytes are held anyway; and the whole-file
 # path then searches it for any repeated key: kernlint.trace.load.REPEATED_KEY_SEARCH_BYTES).
@@ -36,6 +36,7 @@ COMPACT_BYTES = 8 << 20        # decoded bytes dropped from the window's front o
 BYTES_PER_EVENT = 160          # row capacity first made: the JSON's size over this (kineto writes 250-600)
 
 _EVENTS_KEY = b'"traceEvents"'
+_EVENTS_KEY_SPAN = 2 + 6 * len("traceEvents")   # the longest way to write it: every letter a \u00XX escape
 _WHITE = re.compile(rb"[ \t\r\n]*")
 
 
@@ -94,8 +95,8 @@ class EventStream:
             if len(self._buf) <= self._stream_from:
                 return
             self._begin()
-            self._keys = self._buf.count(_EVENTS_KEY)
-            self._carry = bytes(self._buf[-(len(_EVENTS_KEY) - 1):])
+            self._keys = count_events_keys(self._buf)
+            self._carry = bytes(self._buf[-(_EVENTS_KEY_SPAN - 1):])
             if self._keys > 1:
                 raise StreamFallback
         else:
@@ -117,9 +118,9 @@ class EventStream:
         return raw, self._assembly.result()
 
     def _count_keys(self, block: bytes) -> None:
-        k = len(_EVENTS_KEY) - 1
-        self._keys += block.count(_EVENTS_KEY) + (self._carry + block[:k]).count(_EVENTS_KEY)
-        self._carry = (self._carry + block[-k:])[-k:]
+        window = self._carry + block   # a key split between two blocks is whole here
+        self._keys += count_events_keys(window) - count_events_keys(self._carry)
+        self._carry = window[-(_EVENTS_KEY_SPAN - 1):]
         if self._keys > 1:   # a second traceEvents key somewhere: the whole-file path judges it
             raise StreamFallback
 

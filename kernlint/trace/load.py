@@ -39,12 +39,13 @@ from kernlint.trace import graph_evidence, names
 from kernlint.trace.columns import RawColumns
 from kernlint.trace.event_stream import EventStream, StreamFallback
 from kernlint.trace.graphs import attribute_replays
-from kernlint.trace.schema import JSON_TOKEN, RawTrace, trace_decoder
+from kernlint.trace.schema import EVENTS_KEY_STRING, JSON_TOKEN, RawTrace, count_events_keys, trace_decoder
 from kernlint.trace.table import RUNTIME_CATEGORIES, EventTable, build_event_table
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 JSON_SUFFIXES = (".json", ".json.gz")   # a folder's files with these suffixes are sniffed for a trace head
-SNIFF_BYTES = 64 * 1024                 # how much of a file's (decompressed) head the sniffer reads
+SNIFF_BYTES = 64 * 1024                 # how much of a file's (decompressed) head the sniffer reads first
+SNIFF_MAX_BYTES = 256 << 20             # ... and at most, when a long first key leaves it undecided
 _GZIP_MAGIC = b"\x1f\x8b"
 
 # Decompressed JSON accepted by default: 2 GiB. Generous (kineto traces of a long serving profile reach a
@@ -98,12 +99,12 @@ def discover_traces(paths: Iterable[str | Path]) -> Discovery:
     A named file is taken as it is (decoding says later what is wrong with it). A folder is searched
     recursively, following links to folders once each; every `.json` / `.json.gz` file in it (gzip told by
     its magic bytes) whose head holds a kineto trace is taken: a JSON object with a top-level `traceEvents`,
-    `schemaVersion` or `deviceProperties` key, or a JSON array of events. Only the first SNIFF_BYTES of a
-    file (decompressed) are read. Other JSON files, and entries that cannot be read (no permission, a
-    dangling link, a link loop, a FIFO or other special file, a folder that cannot be listed), are listed in
-    `skipped` with the reason; files with other suffixes are counted in `ignored_count`. A folder without a
-    trace raises TraceError. Files keep the order of the arguments, a folder's files sorted by path;
-    duplicates (same resolved path) are dropped.
+    `schemaVersion` or `deviceProperties` key, or a JSON array of events. A file's head is read until it
+    can be judged (`sniff_trace`: SNIFF_BYTES first, at most SNIFF_MAX_BYTES). Other JSON files, and
+    entries that cannot be read (no permission, a dangling link, a link loop, a FIFO or other special file, a
+    folder that cannot be listed), are listed in `skipped` with the reason; files with other suffixes are
+    counted in `ignored_count`. A folder without a trace raises TraceError. Files keep the order of the
+    arguments, a folder's files sorted by path; duplicates (same resolved path) are dropped.
     """
     found = Discovery()
     for p in paths:
@@ -227,31 +228,53 @@ _UNREADABLE_SNIFF = ("cannot read", "not a valid gzip file")
 
 
 def sniff_trace(path: Path) -> str | None:
-    """None when the head of `path` (at most SNIFF_BYTES, decompressed) is a kineto trace, else why not."""
+    """None when `path` holds a kineto trace, else why not. The head is read until it can be judged: the
+    first SNIFF_BYTES (decompressed), then four times more while the top level is still open and no trace key
+    was met (a long first key such as a large otherData object), up to SNIFF_MAX_BYTES; past that the file is
+    reported as not judged (unreadable: a verdict resting on the folder is then incomplete). Each head is
+    scanned from its start; the sizes growing fourfold, that is at most 4/3 of a scan of the last one."""
     try:
-        with open(path, "rb") as raw:
+        with _open_regular(path) as raw:
             magic = raw.read(2)
             raw.seek(0)
+            source = raw
             if magic == _GZIP_MAGIC:
+                source = gzip.GzipFile(fileobj=raw)
+            head = b""
+            want = SNIFF_BYTES
+            while True:
                 try:
-                    with gzip.GzipFile(fileobj=raw) as gz:
-                        head = gz.read(SNIFF_BYTES)
+                    more = source.read(want - len(head))
                 except (OSError, EOFError, zlib.error) as exc:
+                    if source is raw:
+                        raise
                     return f"not a valid gzip file ({exc})"
-            else:
-                head = raw.read(SNIFF_BYTES)
+                head += more
+                complete = len(head) < want
+                problem = _head_problem(head, complete)
+                if problem is not _NOT_YET:
+                    return problem
+                if want >= SNIFF_MAX_BYTES:
+                    size = f"{want >> 20} MiB" if want >= 1 << 20 else f"{want >> 10} KiB"
+                    return (f"cannot read: no trace key in its first {size} and the JSON goes on (name the file "
+                            "itself to check it)")
+                want = min(want * 4, SNIFF_MAX_BYTES)
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
-    return _head_problem(head)
+    except TraceError as exc:   # replaced by a FIFO or a device since the folder was listed
+        return f"cannot read: {exc.problem}"
 
 
 _TRACE_KEYS = frozenset({b"traceEvents", b"schemaVersion", b"deviceProperties"})
+_NOT_YET = "the head ends before it can be judged"   # a sentinel: compared by identity
 
 
-def _head_problem(head: bytes) -> str | None:
+def _head_problem(head: bytes, complete: bool) -> str | None:
+    """None when the head is a kineto trace's, a reason when it is not, _NOT_YET when it cannot tell yet
+    (not `complete`: the file goes on, and neither a trace key nor the end of the top level was met)."""
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not text:
-        return "empty file"
+        return "empty file" if complete else _NOT_YET
     first = text[:1]
     if first not in (b"{", b"["):
         return "not a JSON object or array"
@@ -272,24 +295,47 @@ def _head_problem(head: bytes) -> str | None:
                 break
         elif tok == b":":
             if last_string is not None and stack and stack[-1] == b"{":
-                key = last_string[1:-1]
+                key = _key_text(last_string)
                 if first == b"{" and depth == 1 and key in _TRACE_KEYS:
                     return None
                 if first == b"[" and depth == 2 and key == b"ph":
                     return None
         if tok[:1] == b'"':
-            last_string = tok
+            last_string = tok if m.group("open") is None else None
         elif tok != b":":
             last_string = None
-    if depth == 0:
-        where = ""
-    elif len(head) >= SNIFF_BYTES:
-        where = f" in its first {SNIFF_BYTES // 1024} KiB"
-    else:
-        where = "; the JSON is cut short"
+    if depth != 0 and not complete:
+        return _NOT_YET
+    where = "" if depth == 0 else "; the JSON is cut short"
     if first == b"[":
         return f"not a kineto trace (JSON array without trace events{where})"
     return f"not a kineto trace (JSON without traceEvents{where})"
+
+
+def _key_text(token: bytes) -> bytes:
+    """A key's text, its escapes decoded (`"trace\\u0045vents"` is traceEvents to any JSON reader)."""
+    if b"\\" not in token:
+        return token[1:-1]
+    try:
+        return msgspec.json.decode(token, type=str).encode()
+    except (msgspec.DecodeError, UnicodeEncodeError):
+        return token[1:-1]
+
+
+def _open_regular(path: Path):
+    """`path` opened for reading in binary, when it is a regular file; TraceError otherwise (a FIFO would block
+    the open until a writer comes, /dev/zero never ends: a --capture or a trace named on the command line may
+    be either). O_NONBLOCK makes the open of a FIFO return at once; it changes nothing for a regular file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise TraceError(path, f"not a regular file ({_file_type(mode)})" if not stat.S_ISDIR(mode)
+                             else "is a folder, not a trace file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
 
 def read_trace_bytes(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> bytes | bytearray:
@@ -298,7 +344,7 @@ def read_trace_bytes(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> by
     being held in memory. Multi-member gzip files (and zero padding after the last member) are read whole.
     A gzip trace comes back as a bytearray (filled in place, not copied); msgspec decodes either."""
     try:
-        with open(path, "rb") as raw:
+        with _open_regular(path) as raw:
             size, gzipped = _size_and_gzip(raw)
             if gzipped:
                 data = _gunzip(raw, path, max_bytes, size)
@@ -349,7 +395,7 @@ def stream_trace(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES, captures:
     read_trace_bytes and decode_trace say what is wrong).
     Raises the TraceErrors of read_trace_bytes for what streaming reads (too large, damaged gzip)."""
     try:
-        with open(path, "rb") as raw:
+        with _open_regular(path) as raw:
             size, gzipped = _size_and_gzip(raw)
             if gzipped:
                 stream = EventStream(path, _json_size_estimate(raw, size))
@@ -546,8 +592,9 @@ def decode_trace(data: bytes | bytearray, path: Path) -> RawTrace:
                          "decode") from None
 
 
-# `"traceEvents"` as an object key: a second one would silently replace the first (the last key wins).
-_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:')
+# `"traceEvents"` as an object key, escaped or not: a second one would silently replace the first (the last
+# key wins).
+_EVENTS_KEY = re.compile(EVENTS_KEY_STRING.pattern + rb'\s*:')
 
 
 # Traces up to this much JSON are searched for any key repeated in an object (an event's ts written twice: a
@@ -566,7 +613,7 @@ def _refuse_repeated_keys(data: bytes | bytearray, path: Path) -> None:
     REPEATED_KEY_SEARCH_BYTES. A byte search screens out the large traces with one
     traceEvents key, the common case, before anything is parsed."""
     small = len(data) <= REPEATED_KEY_SEARCH_BYTES
-    if not small and (data.count(b'"traceEvents"') < 2 or len(_EVENTS_KEY.findall(data)) < 2):
+    if not small and (count_events_keys(data) < 2 or len(_EVENTS_KEY.findall(data)) < 2):
         return
     import json
 
