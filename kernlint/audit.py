@@ -18,6 +18,7 @@ from kernlint.capture.child import AUDIT_TIMEOUT_S, run_in_child
 from kernlint.capture.distributed import RankLaunch, launch, start_ranks
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.device import Device
+from kernlint.fileio import termination_raised
 from kernlint.pipeline import CheckRequest, run_check
 from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE, TraceReport, merge_reports
 from kernlint.rules.schema import Rule
@@ -242,7 +243,13 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                                           steps=steps, timeout_s=process.timeout_s, fixtures=process.fixtures),
                               nproc, time.perf_counter())
 
-        try:
+        def stop_running() -> None:   # an error or an interrupt: no rank is left running
+            for launch_, _, _ in running.values():
+                launch_.stop()
+
+        # SIGTERM / SIGHUP anywhere in here, not only while a child is waited for, stop the ranks started too
+        with termination_raised(), contextlib.ExitStack() as stopping:
+            stopping.callback(stop_running)
             if overlap:
                 start_queued()
             for i, workload in enumerate(workloads):
@@ -265,9 +272,6 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                 verdicts[i], tables_of[i] = _checked(workloads[i], device, traces, nproc, rules, on_step,
                                                      keep_tables)
                 verdicts[i].seconds = time.perf_counter() - t0   # from the ranks' start, overlapping others
-        finally:
-            for launch_, _, _ in running.values():  # an error or an interrupt: no rank is left running
-                launch_.stop()
     ordered = [verdicts[i] for i in range(len(workloads))]
     all_tables: list[EventTable] = []
     if baseline is not None:

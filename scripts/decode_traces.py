@@ -120,18 +120,19 @@ class DecodeModel(nn.Module):
         return self.lm_head(self.norm(x))
 
 
-def build(variant: str, device: str, *, layers: int = 4, batch: int = 8, fp8: bool = False):
-    """One decode step (a closure over the model and its state) with the variant's regression in it."""
+def build(variant: str, device: str, *, layers: int = 4, batch: int = 8, fp8: bool = False, vocab: int = 32000):
+    """One decode step (a closure over the model and its state) with the variant's regression in it. `vocab`:
+    the embedding's and the head's size (a test's smaller one initializes in a fraction of the time)."""
     torch.manual_seed(0)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    model = DecodeModel(layers=layers, batch=batch, round_trip=variant == "round-trip")
+    model = DecodeModel(vocab=vocab, layers=layers, batch=batch, round_trip=variant == "round-trip")
     model = model.to(device=device, dtype=dtype).eval()
     if fp8:   # the first MLP's gate_up becomes kernlint's FP8 block-scaled linear (after .to: it keeps FP8)
         from kernlint.reference.linear import Fp8BlockLinear
         mlp = model.blocks[0].mlp
         mlp.gate_up = Fp8BlockLinear.from_float(mlp.gate_up.weight.detach())
     eos, floor = 2, -30.0
-    state = {"tokens": torch.randint(3, 32000, (batch,), device=device), "n": 16}
+    state = {"tokens": torch.randint(3, vocab, (batch,), device=device), "n": 16}
     positions = torch.full((batch,), 16, dtype=torch.long, device=device)
 
     @torch.inference_mode()
@@ -162,11 +163,11 @@ def build(variant: str, device: str, *, layers: int = 4, batch: int = 8, fp8: bo
 
 
 def record(variant: str, style: str, device: str, out: Path, *, layers: int = 4, steps: int = 3,
-           batch: int = 8, fp8: bool = False) -> Path:
+           batch: int = 8, fp8: bool = False, vocab: int = 32000) -> Path:
     """Records `steps` decode steps (after two warm-up steps) in `style` to `out` (.json.gz)."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    step = build(variant, device, layers=layers, batch=batch, fp8=fp8)
+    step = build(variant, device, layers=layers, batch=batch, fp8=fp8, vocab=vocab)
     for _ in range(2):
         step()
     if device == "cuda":

@@ -23,22 +23,29 @@ def _module_name(path: Path, pkg: Path) -> str:
     return ".".join(parts)
 
 
-def _type_checking_lines(tree: ast.AST) -> set[int]:
+def _type_checking_lines(nodes) -> set[int]:
     lines: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             for child in node.body:
                 lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
     return lines
 
 
-def import_graph(pkg: Path) -> dict[str, set[str]]:
+def _parse(path: Path) -> ast.AST:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def import_graph(pkg: Path, parse=_parse) -> dict[str, set[str]]:
+    """`parse`: path -> its module's tree (tests/test_layers.py passes the trees it parsed already)."""
     modules = {_module_name(p, pkg): p for p in pkg.rglob("*.py")}
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        skip = _type_checking_lines(tree)
-        for node in ast.walk(tree):
+        # One walk of the tree: its `if` statements (for the TYPE_CHECKING blocks) and its imports.
+        nodes = [n for n in ast.walk(parse(path))
+                 if isinstance(n, (ast.If, ast.Import, ast.ImportFrom))]
+        skip = _type_checking_lines(nodes)
+        for node in nodes:
             if getattr(node, "lineno", None) in skip:
                 continue
             targets: list[str] = []

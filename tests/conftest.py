@@ -49,16 +49,37 @@ def load_program(name: str):
     return import_path(path, f"kernlint_fixture_program_{name.replace('/', '_')}")
 
 
+def shared_temp_folder(tmp_path_factory, name: str) -> Path:
+    """A folder of this session's temporary root that every pytest-xdist worker sees (each worker's own
+    temporary folder lies inside that root), for what one worker makes and the others reuse."""
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def program_trace(tmp_path_factory):
-    """Record a fixture program on the CPU (once per session) and return the trace path."""
+    """Record a fixture program on the CPU (once per session, whichever pytest-xdist worker needs it first: the
+    others wait for it under a lock and read the same trace) and return the trace path."""
+    import fcntl
+    import os
+
     cache: dict[str, Path] = {}
-    root = tmp_path_factory.mktemp("program_traces")
+    shared = shared_temp_folder(tmp_path_factory, "program_traces")
+    mine = tmp_path_factory.mktemp("program_traces")
 
     def get(name: str) -> Path:
         if name not in cache:
-            step = load_program(name).build("cpu")
-            cache[name] = record_trace(step, root / f"{name.replace('/', '_')}.pt.trace.json.gz", device="cpu")
+            file_name = f"{name.replace('/', '_')}.pt.trace.json.gz"
+            with open(shared / f"{file_name}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not (shared / file_name).exists():   # recorded here, then put in place whole
+                    step = load_program(name).build("cpu")
+                    os.replace(record_trace(step, mine / file_name, device="cpu"), shared / file_name)
+            cache[name] = shared / file_name
         return cache[name]
 
     return get

@@ -108,8 +108,10 @@ def cpu_traces(tmp_path_factory):
     for variant in CPU_FAMILIES:
         for style in decode_traces.STYLES:
             traces[variant, style] = decode_traces.record(
-                # one layer shows each family as four do (each test asserts it), in a third of the time
-                variant, style, "cpu", out / f"decode-{variant}-{style}.pt.trace.json.gz", steps=2, layers=1)
+                # one layer shows each family as four do (each test asserts it), in a third of the time; so does
+                # a 1,024-token vocabulary (the families are in the blocks and the step, not in the head's size)
+                variant, style, "cpu", out / f"decode-{variant}-{style}.pt.trace.json.gz", steps=2, layers=1,
+                vocab=1024)
     return traces
 
 

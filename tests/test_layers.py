@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -46,8 +47,14 @@ def floor_of(module: str) -> int | None:
     return None
 
 
+@functools.cache
+def _tree(path: Path) -> ast.AST:
+    """A module's tree, parsed once for the tests here that read it (imports, prints, the import graph)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
+    tree = _tree(path)
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kernlint."):
@@ -114,7 +121,7 @@ def test_an_upward_import_is_caught(tmp_path):
 @pytest.mark.parametrize("layer", ["trace", "rules", "workloads", "capture", "baseline", "parallel"])
 def test_analysis_layers_do_not_print(layer):
     for file in (PKG / layer).rglob("*.py"):
-        calls = [n for n in ast.walk(ast.parse(file.read_text()))
+        calls = [n for n in ast.walk(_tree(file))
                  if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print"]
         assert not calls, f"{file} calls print()"
 
@@ -125,4 +132,4 @@ def test_no_import_circles():
     sys.path.insert(0, str(PKG.parent / "scripts"))
     from import_graph import circles, import_graph
 
-    assert circles(import_graph(PKG)) == []
+    assert circles(import_graph(PKG, parse=_tree)) == []

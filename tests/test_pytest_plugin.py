@@ -212,9 +212,10 @@ def test_block(kernlint_check):
     result = project.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     assert "KL001 fill-before-block-quant" in result.stdout.str()
-    # `-p no:kernlint` turns the plugin off: the fixture is unknown (a test that imports no torch: quicker).
+    # `-p no:kernlint` turns the plugin off: the fixture is unknown. In this process (pytester's inline run
+    # loads the entry points anew, as a fresh process does): the fresh process above is the entry point's test.
     project.makepyfile(test_fixture_only="def test_fixture(kernlint_check):\n    pass\n")
-    result = project.runpytest_subprocess("-p", "no:kernlint", "-p", "no:cacheprovider", "test_fixture_only.py")
+    result = project.runpytest("-p", "no:kernlint", "-p", "no:cacheprovider", "test_fixture_only.py")
     result.assert_outcomes(errors=1)
     assert "fixture 'kernlint_check' not found" in result.stdout.str()
 

@@ -227,3 +227,29 @@ def test_the_output_is_passed_on_line_by_line_in_bounded_pieces(tmp_path):
     assert pieces[0] == "first" and pieces[-1] == "last, no newline"
     assert "".join(pieces[1:-1]) == long_line and len(pieces) > 3
     assert all(len(piece) <= _OUTPUT_CHUNK for piece in pieces)
+
+
+def test_a_signal_to_the_audit_stops_the_ranks_it_started_beside_other_workloads(tmp_path):
+    """The audit starts the distributed workloads' ranks and runs the others meanwhile: a SIGTERM then (outside
+    any wait for a child) left the ranks running."""
+    proc = _kernlint(["audit", "--device", "cpu", "--out", tmp_path / "runs"], stdout=subprocess.PIPE)
+
+    def ranks() -> list[psutil.Process]:
+        found = []
+        for p in _descendants(proc.pid):
+            try:
+                if "kernlint.rank_worker" in " ".join(p.cmdline()):
+                    found.append(p)
+            except psutil.NoSuchProcess:
+                pass
+        return found
+
+    _until(lambda: len(ranks()) >= 2 or proc.poll() is not None, what="the ranks to start")
+    assert proc.poll() is None, "the audit ended before it could be signalled"
+    started = _descendants(proc.pid)
+    sessions = {proc.pid} | {os.getsid(p.pid) for p in started if psutil.pid_exists(p.pid)}
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=15)
+    _assert_all_gone(started, sessions)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert len(err.decode().splitlines()) == 1 and "terminated by SIGTERM" in err.decode()

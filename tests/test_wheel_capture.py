@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from wheel_build import TORCH_PIN, _ok, _pip_install, _run, _venv
+from wheel_build import TORCH_PIN, _install_as_pip_left_it, _ok, _pip_install, _place_dependencies, _run, _venv
 
 pytestmark = pytest.mark.install
 pytest_plugins = ["wheel_build"]   # the `dist` fixture: the sdist and the wheel built from it
@@ -16,7 +16,11 @@ pytest_plugins = ["wheel_build"]   # the `dist` fixture: the sdist and the wheel
 
 def test_the_capture_extra_with_the_local_cpu_torch_audits(dist, tmp_path):
     bindir = _venv(tmp_path / "venv")
-    _pip_install(bindir, TORCH_PIN)     # the user's own torch build first; the extra keeps it
+    # The user's own torch build first (the extra keeps it): the pinned CPU build as pip installed it into
+    # this session's venv, its files linked into the fresh one (pip would unpack the same wheel for a minute).
+    if not _install_as_pip_left_it(bindir, TORCH_PIN):
+        _pip_install(bindir, TORCH_PIN)
+    _place_dependencies(bindir, dist["wheel"], extra="capture")   # numpy, pandas, scipy...: as pip left them
     _pip_install(bindir, f"kernlint[capture] @ {dist['wheel'].as_uri()}")
     version = _ok(_run([bindir / "python", "-c", "import torch; print(torch.__version__)"], cwd=tmp_path)).stdout
     assert version.strip().startswith(TORCH_PIN.split("==")[1]), "pip replaced the torch build installed first"

@@ -30,6 +30,7 @@ from wheel_build import (
     _ok,
     _pip,
     _pip_install,
+    _place_dependencies,
     _run,
     _venv,
 )
@@ -40,8 +41,10 @@ pytest_plugins = ["wheel_build"]   # the `dist` fixture: the sdist and the wheel
 
 @pytest.fixture(scope="module")
 def light(dist, tmp_path_factory) -> Path:
-    """A fresh venv with the wheel and its core dependencies: no torch."""
+    """A fresh venv with the wheel and its core dependencies: no torch. The dependencies this session's venv
+    has are placed as pip installed them here (wheel_build._place_dependencies: only what the wheel declares)."""
     bindir = _venv(tmp_path_factory.mktemp("light") / "venv")
+    _place_dependencies(bindir, dist["wheel"])
     _pip_install(bindir, str(dist["wheel"]))
     return bindir
 

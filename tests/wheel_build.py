@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -61,13 +62,145 @@ def _pip_install(bindir: Path, *requirements: str) -> None:
     _pip(bindir, "install", "-q", "--no-compile", *requirements, timeout=600)
 
 
-@pytest.fixture(scope="module")
+def _site_packages(bindir: Path) -> Path:
+    """The site-packages folder of the venv whose bin/ is `bindir` (made by _venv from this interpreter)."""
+    return bindir.parent / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+
+
+def _installed_closure(name: str, dists: dict | None = None) -> dict:
+    """The installed distribution `name` and every distribution it requires (no extras), recursively, by
+    canonical name (added to `dists`)."""
+    import importlib.metadata as metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen = {} if dists is None else dists
+    todo = [name]
+    while todo:
+        key = canonicalize_name(todo.pop())
+        if key in seen:
+            continue
+        seen[key] = metadata.distribution(key)
+        for line in seen[key].requires or []:
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return seen
+
+
+def _place(bindir: Path, dists) -> None:
+    """Put the installed distributions `dists` into the venv of `bindir` exactly as pip left them in this
+    session's environment: the same files (hard links where the file system allows, byte code included),
+    dist-info and all, so that pip in that venv sees them installed, as it would after unpacking their wheels
+    there (a minute for torch on 2 cores, a quarter of one for numpy, pandas and scipy)."""
+    target = _site_packages(bindir)
+    for d in dists:
+        # The top-level entries of site-packages that the distribution's RECORD names (its bin/ scripts,
+        # `../../../bin/...`, point at this venv's interpreter: left out, as no test runs them).
+        tops = {Path(str(f)).parts[0] for f in d.files or []} - {"..", "__pycache__"}
+        for top in sorted(tops):
+            src, dst = Path(d.locate_file(top)), target / top
+            if dst.exists() or not src.exists():
+                continue
+            if src.is_dir():
+                shutil.copytree(src, dst, copy_function=_link_or_copy, symlinks=True)
+            else:
+                _link_or_copy(src, dst)
+                cached = src.parent / "__pycache__"
+                for pyc in cached.glob(f"{src.stem}.*.pyc") if src.suffix == ".py" else ():
+                    (target / "__pycache__").mkdir(exist_ok=True)
+                    _link_or_copy(pyc, target / "__pycache__" / pyc.name)
+
+
+def _install_as_pip_left_it(bindir: Path, requirement: str) -> bool:
+    """Give the venv of `bindir` the distribution `requirement` (NAME==VERSION) and what it requires as pip
+    installed them into this session's environment (_place). False where this environment's NAME is another
+    version (a GPU image's own torch): the caller installs it with pip then."""
+    import importlib.metadata as metadata
+
+    name, version = requirement.split("==")
+    try:
+        dists = list(_installed_closure(name).values())
+    except metadata.PackageNotFoundError:
+        return False
+    if dists[0].version.split("+")[0] != version:
+        return False
+    _place(bindir, dists)
+    return True
+
+
+def _place_dependencies(bindir: Path, wheel: Path, extra: str = "") -> None:
+    """Give the venv of `bindir` what the wheel's metadata requires (with `extra`), each requirement that this
+    session's environment satisfies placed as pip installed it here (_place), with what it requires in turn:
+    pip then installs the wheel beside them, and installs itself any requirement that is not placed. Only what
+    the wheel declares is placed, so an import the wheel does not declare still fails in the venv."""
+    import importlib.metadata as metadata
+    from email.parser import Parser
+    from zipfile import ZipFile
+
+    from packaging.requirements import Requirement
+
+    with ZipFile(wheel) as whl:
+        meta = Parser().parsestr(whl.read(next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA")))
+                                 .decode())
+    dists: dict = {}
+    for line in meta.get_all("Requires-Dist") or []:
+        req = Requirement(line)
+        if req.marker is not None and not req.marker.evaluate({"extra": extra}):
+            continue
+        try:
+            installed = metadata.distribution(req.name)
+        except metadata.PackageNotFoundError:
+            continue
+        if req.specifier.contains(installed.version, prereleases=True):
+            _installed_closure(req.name, dists)
+    _place(bindir, dists.values())
+
+
+def _link_or_copy(src, dst) -> None:
+    try:
+        os.link(src, dst)
+    except FileNotFoundError:
+        # Byte code that another worker's import was writing (Python writes a temporary file, then renames
+        # it): left out, the venv compiles what it imports. Anything else missing is an error.
+        if Path(src).parent.name != "__pycache__":
+            raise
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _shared_folder(tmp_path_factory) -> Path:
+    """A folder that every pytest-xdist worker of this session sees (this session's own temporary root)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
 def dist(tmp_path_factory) -> dict[str, Path]:
     """The sdist and the wheel built from it (python -m build: the wheel is made from the unpacked sdist, so
-    package data missing from the sdist would be missing from the wheel too)."""
-    import shutil
+    package data missing from the sdist would be missing from the wheel too). Built once a session: the first
+    worker that needs it builds it under a lock, the others wait for it and take the same files."""
+    import fcntl
 
-    out = tmp_path_factory.mktemp("dist")
+    shared = _shared_folder(tmp_path_factory)
+    out = shared / "kernlint-dist"
+    with open(shared / "kernlint-dist.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not (out / "built").exists():
+                shutil.rmtree(out, ignore_errors=True)   # what a worker that failed half-way left
+                _build_dist(tmp_path_factory, out)
+                (out / "built").write_text("")
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    wheels, sdists = list(out.glob("kernlint-*.whl")), list(out.glob("kernlint-*.tar.gz"))
+    assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in out.iterdir())
+    return {"wheel": wheels[0], "sdist": sdists[0]}
+
+
+def _build_dist(tmp_path_factory, out: Path) -> None:
+    out.mkdir(parents=True)
     # Built from a copy of what the package is made of: the build writes its egg-info beside the sources,
     # which must neither land in the checkout nor race another worker's build.
     src = tmp_path_factory.mktemp("src")
@@ -76,6 +209,3 @@ def dist(tmp_path_factory) -> dict[str, Path]:
     for name in ("kernlint", "rules", "docs"):   # (an in-place built extension stays out: the build makes its own)
         shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.so"))
     _ok(_run([sys.executable, "-m", "build", "--no-isolation", "--outdir", out, src], cwd=out, timeout=300))
-    wheels, sdists = list(out.glob("kernlint-*.whl")), list(out.glob("kernlint-*.tar.gz"))
-    assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in out.iterdir())
-    return {"wheel": wheels[0], "sdist": sdists[0]}

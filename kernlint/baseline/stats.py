@@ -36,6 +36,7 @@ distribution-free confidence interval, and the smallest change that counts (`flo
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -168,14 +169,21 @@ def between_process_cv(samples: np.ndarray, groups: Sequence[int] | None) -> tup
     return robust_cv(medians), len(distinct)
 
 
+@functools.lru_cache(maxsize=8)
+def _normal_quantile(confidence: float) -> float:
+    """The two-sided normal critical value for `confidence` (one per check's thresholds: computed once, as
+    scipy's ppf costs a third of a millisecond and a check compares thousands of launches)."""
+    from scipy import stats  # imported here: scipy takes a while, and most commands never time anything
+
+    return float(stats.norm.ppf(0.5 + confidence / 2))
+
+
 def hodges_lehmann(base: np.ndarray, cand: np.ndarray, confidence: float) -> tuple[float, float, float]:
     """The shift estimate and its distribution-free confidence interval (Lehmann 1975; the order
     statistics of the pairwise differences that the Mann-Whitney critical value picks)."""
-    from scipy import stats  # imported here: scipy takes a while, and most commands never time anything
-
     diffs = np.sort(np.subtract.outer(cand, base).ravel())
     m, n = len(base), len(cand)
-    z = stats.norm.ppf(0.5 + confidence / 2)
+    z = _normal_quantile(confidence)
     k = int(math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12)))
     k = min(max(k, 0), len(diffs) - 1)
     return float(np.median(diffs)), float(diffs[k]), float(diffs[len(diffs) - 1 - k])

@@ -97,9 +97,10 @@ from kernlint.rules.result import CheckResult, clean_finding, sorted_findings
 SCHEMA_VERSION = 1
 
 
-def _dumps(data) -> str:
-    """JSON text that every parser accepts: NaN, infinities and pandas NA are null, never `NaN`."""
-    return json.dumps(json_safe(data), indent=2, allow_nan=False, default=str) + "\n"
+def _dumps(data, *, safe: bool = False) -> str:
+    """JSON text that every parser accepts: NaN, infinities and pandas NA are null, never `NaN`. `safe`: `data`
+    is json_safe's output already (to_dict's), which a second pass would only copy."""
+    return json.dumps(data if safe else json_safe(data), indent=2, allow_nan=False, default=str) + "\n"
 
 
 def _finding(f) -> dict:
@@ -151,7 +152,7 @@ def to_dict(result: CheckResult) -> dict:
     position = {id(f): i for i, f in enumerate(ordered)}
     cause_of = {id(f): n for n, cause in enumerate(causes) for f in cause.findings}
     findings = [{**_finding(f), "cause": cause_of[id(f)]} for f in ordered]
-    counts = {s: sum(1 for f in result.findings if f.severity == s) for s in ("error", "warning", "info")}
+    counts = {s: sum(1 for f in ordered if f.severity == s) for s in ("error", "warning", "info")}
     rule_ids = [r.id for r in result.rules]
     unreadable = set(result.unreadable)
     return json_safe({
@@ -186,7 +187,7 @@ def to_dict(result: CheckResult) -> dict:
 
 
 def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
-    return _dumps(to_dict(result))
+    return _dumps(to_dict(result), safe=True)
 
 
 def render_audit(run, ctx: RenderContext | None = None) -> str:
