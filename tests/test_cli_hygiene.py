@@ -254,8 +254,8 @@ def test_numpy_runtime_warnings_never_reach_stderr(clean_trace, monkeypatch):
 # -- 5. kernlint run when the workload exits -------------------------------------------------------------
 
 
+# sys.exit(0) in the step is the corpus case run-workload-calls-sys-exit (fixtures/corpus/corpus.toml)
 @pytest.mark.parametrize("body, what", [
-    ("def build(device):\n    def step():\n        sys.exit(0)\n    return step\n", "sys.exit(0)"),
     ("def build():\n    sys.exit(0)\n", "sys.exit(0)"),
     ("def build(device):\n    def step():\n        raise KeyboardInterrupt\n    return step\n", "KeyboardInterrupt"),
     ("sys.exit(0)\ndef build(device):\n    return lambda: None\n", "sys.exit(0)"),

@@ -16,13 +16,21 @@ from kernlint.workloads.tp import tp_mlp_workload
 # DeepSeek-V3 linear shapes (N, K), and the token counts M the layer runs at.
 DEEPSEEK_V3_LINEAR_SHAPES: tuple[tuple[int, int], ...] = ((7168, 2048), (4096, 7168), (24576, 1536))
 DEEPSEEK_V3_TOKENS: tuple[int, ...] = (16, 128, 4096)
-# The CPU runs the same math in torch ops (dequantize, then matmul): one small M keeps the audit in seconds.
+# The CPU runs the same math in torch ops (dequantize, then matmul): one small M and 1/8 of each side of the
+# weights (K kept a multiple of the 128 block) keep the audit in seconds; the launch sequence is the same.
 CPU_TOKENS: tuple[int, ...] = (16,)
+
+
+def linear_shapes(device: str) -> list[tuple[int, int]]:
+    """(N, K) of the workloads' linears: DeepSeek-V3's on the GPU, 1/8 of each side on the CPU."""
+    if Device.parse(device).is_gpu:
+        return list(DEEPSEEK_V3_LINEAR_SHAPES)
+    return [(n // 8, max(128, k // 8 // 128 * 128)) for n, k in DEEPSEEK_V3_LINEAR_SHAPES]
 
 
 def linear_configs(device: str) -> list[tuple[int, int, int]]:
     tokens = DEEPSEEK_V3_TOKENS if Device.parse(device).is_gpu else CPU_TOKENS
-    return [(m, n, k) for (n, k) in DEEPSEEK_V3_LINEAR_SHAPES for m in tokens]
+    return [(m, n, k) for (n, k) in linear_shapes(device) for m in tokens]
 
 
 def linear_workload(name: str, linear_cls: type[Fp8BlockLinear], *, expect: dict[str, str], summary: str,
@@ -62,9 +70,7 @@ def dummy_init_workload(name: str, init: Callable[[nn.Module], None], *, expect:
                         regressed: bool = False, devices: tuple[str, ...] = ("cpu", "cuda")) -> Workload:
     def build(device: str) -> Step:
         # On the GPU: the DeepSeek-V3 linear shapes (about 70 M FP8 weights); on the CPU, 1/8 of each side.
-        shapes = list(DEEPSEEK_V3_LINEAR_SHAPES) if Device.parse(device).is_gpu else [
-            (n // 8, max(128, k // 8 // 128 * 128)) for n, k in DEEPSEEK_V3_LINEAR_SHAPES]
-        model = Fp8DummyModel(shapes, device)
+        model = Fp8DummyModel(linear_shapes(device), device)
 
         def step() -> None:
             with record_function("dummy_init"):
