@@ -23,6 +23,10 @@ from kernlint.workloads import known_workloads, resolve_target
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Started with `python -P` (kernlint.capture.child.SAFE_PATH): the working directory goes last, where a
+    # workload named `mymodule:build` still imports from it, as under `python -m`.
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     parser = argparse.ArgumentParser(prog="kernlint.capture.distributed")
     # Prefixed so that torchrun's own parser, which sees these too, takes none of them for its options.
     parser.add_argument("--kl-target", dest="target", required=True)

@@ -505,6 +505,15 @@ def empty_capture_beside_a_clean_replay(folder: Path) -> list[str]:
     return _check(folder)
 
 
+def run_beside_a_module_named_like_the_standard_library(folder: Path) -> list[str]:
+    """`kernlint run` from a folder holding its own timeit.py (and a workload module imported by name): the
+    child put the working directory first on sys.path, and torch's `from timeit import ...` imported the
+    user's file (exit 2, the child's traceback on the terminal)."""
+    (folder / "timeit.py").write_text("raise RuntimeError('the user timeit.py was imported')\n")
+    (folder / "my_workload.py").write_text("def build(device):\n    return lambda: None\n")
+    return ["run", "my_workload:build", "--device", "cpu", "--out", str(folder / "out")]
+
+
 def _not_utf8_name(folder: Path) -> Path:
     trace = folder / os.fsdecode(b"regressed-\xff.pt.trace.json.gz")   # bytes that are not UTF-8
     trace.write_bytes(REGRESSED.read_bytes())

@@ -48,6 +48,11 @@ START_LIMIT_S = 300.0
 # whole run): a hung workload is stopped and is an error, never a wait without end.
 AUDIT_TIMEOUT_S = 600.0
 
+# The workload's interpreter does not put the working directory first on sys.path (`python -P`): a user's
+# timeit.py or types.py there would shadow the standard library under torch's import (kernlint.rank_worker
+# appends it last instead).
+SAFE_PATH = ("-P",)
+
 
 @dataclass(frozen=True)
 class ChildCapture:
@@ -89,10 +94,10 @@ def run_in_child(target: str, device: str, out_dir: Path, run_name: str, *, labe
                                                  f"{exc.strerror or exc}") from None
     os.close(fd)
     result_file = Path(result_name)
-    cmd = [sys.executable, "-m", "kernlint.rank_worker", "--kl-single", "--kl-target", target, "--kl-device", device,
-           "--kl-out", str(out_dir), "--kl-run", run_name, "--kl-label", label, "--kl-warmup", str(warmup),
-           "--kl-steps", str(steps), "--kl-result", str(result_file)] + (["--kl-debug"] if debug else []) + (
-           ["--kl-fixtures", str(fixtures)] if fixtures else [])
+    cmd = [sys.executable, *SAFE_PATH, "-m", "kernlint.rank_worker", "--kl-single", "--kl-target", target,
+           "--kl-device", device, "--kl-out", str(out_dir), "--kl-run", run_name, "--kl-label", label,
+           "--kl-warmup", str(warmup), "--kl-steps", str(steps), "--kl-result", str(result_file)]
+    cmd += (["--kl-debug"] if debug else []) + (["--kl-fixtures", str(fixtures)] if fixtures else [])
     try:
         with termination_raised():   # SIGTERM / SIGHUP: the workload is stopped on the way out, as after Ctrl-C
             code, wall = _run(cmd, result_file, label, timeout_s, on_output)

@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from kernlint.capture.child import SAFE_PATH
 from kernlint.capture.runner import new_run_dir
 from kernlint.device import Device
 from kernlint.errors import ConfigError, WorkloadError
@@ -51,7 +52,7 @@ class RankLaunch:
         self._tmp = Path(tempfile.mkdtemp(prefix="kernlint-launch-"))
         env = {**os.environ, **SAFE_ENV, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
                "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": "0"}
-        cmd = [sys.executable, "-m", "kernlint.rank_worker", "--kl-target", target, "--kl-device", device,
+        cmd = [sys.executable, *SAFE_PATH, "-m", "kernlint.rank_worker", "--kl-target", target, "--kl-device", device,
                "--kl-out", str(out_dir), "--kl-run", run_name, "--kl-run-dir", str(self.run_dir),
                "--kl-warmup", str(warmup), "--kl-steps", str(steps),
                "--kl-init", (self._tmp / "store").as_uri()] + (["--kl-fixtures", str(fixtures)] if fixtures else [])
