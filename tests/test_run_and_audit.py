@@ -279,3 +279,20 @@ def test_the_compiled_decoder_keeps_the_placeholder_and_kl001_judges_its_graph(t
     assert verdict.ok, verdict.problems
     kl001 = next(o for o in verdict.report.outcomes if o.rule == "KL001")
     assert kl001.status == expect and len(kl001.findings) == fills
+
+
+@pytest.mark.parametrize("status, ranks, problems", [
+    ("failed", 1, []), ("passed", 1, []),                  # one rank: ANY_VERDICT asserts nothing of KL401
+    ("passed", 2, ["KL401: expected failed, got passed"]),  # two ranks: the workload's own expectation holds
+    (None, 1, ["KL401 was not run"]),                       # but the rule must still have run
+])
+def test_an_any_verdict_expectation_asserts_nothing_but_that_the_rule_ran(status, ranks, problems):
+    from kernlint.audit import compare_with_expectation
+    from kernlint.rules.result import RuleOutcome, TraceReport
+    from kernlint.workloads import ANY_VERDICT, Workload
+
+    workload = Workload(name="w", summary="", build=lambda device: (lambda: None), expect={"KL401": "failed"},
+                        distributed=True, expect_one_rank={"KL401": ANY_VERDICT})
+    outcomes = [] if status is None else [RuleOutcome("KL401", "sync", "error", status)]
+    report = TraceReport("t.json", 1, True, True, 0, outcomes)
+    assert [p.split(" (")[0] for p in compare_with_expectation(workload, report, ranks)] == problems

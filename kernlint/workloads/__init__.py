@@ -7,6 +7,7 @@ variants (fixtures/regressed/workloads.py in a source checkout) are built by the
 from __future__ import annotations
 
 from kernlint.workloads.base import (
+                                     ANY_VERDICT,
                                      CHECKOUT_FIXTURES,
                                      Step,
                                      Workload,
@@ -19,6 +20,6 @@ from kernlint.workloads.fp8 import BUILTIN_WORKLOADS, DEEPSEEK_V3_LINEAR_SHAPES,
 from kernlint.workloads.graphs import decoder_compiled_workload, decoder_graph_workload
 from kernlint.workloads.tp import tp_mlp_workload
 
-__all__ = ["BUILTIN_WORKLOADS", "CHECKOUT_FIXTURES", "DEEPSEEK_V3_LINEAR_SHAPES", "Step", "Workload",
+__all__ = ["ANY_VERDICT", "BUILTIN_WORKLOADS", "CHECKOUT_FIXTURES", "DEEPSEEK_V3_LINEAR_SHAPES", "Step", "Workload",
            "decoder_compiled_workload", "decoder_graph_workload", "dummy_init_workload", "known_workloads",
            "linear_workload", "regressed_workloads", "resolve_device", "resolve_target", "tp_mlp_workload"]
