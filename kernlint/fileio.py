@@ -1,5 +1,6 @@
-"""Writing a file whole or not at all, and SIGTERM / SIGHUP as an error. Imports nothing of kernlint but its
-typed errors, so every layer may use it."""
+"""Writing a file whole or not at all, reading a file a user or a trace names only when it is a regular file
+(never blocking on a FIFO, never reading a device or more than a bound), and SIGTERM / SIGHUP as an error.
+Imports nothing of kernlint but its typed errors, so every layer may use it."""
 from __future__ import annotations
 
 import contextlib
@@ -20,6 +21,64 @@ RUN_METADATA_SUFFIX = ".run.json"
 # Signals that end a write early: the temporary file is removed before the process goes.
 _CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
 _CHUNK = 1 << 20
+
+
+class NotRegularFileError(OSError):
+    """`open_regular` met a folder, a FIFO, a socket or a device: `kind` says which ("a FIFO")."""
+
+    def __init__(self, path, kind: str):
+        super().__init__(errno.EINVAL, f"not a regular file ({kind})", str(path))
+        self.kind = kind
+        self.is_folder = kind == "a folder"
+
+
+class FileTooLargeError(OSError):
+    """`read_regular` met a file larger than its bound."""
+
+    def __init__(self, path, limit: int):
+        super().__init__(errno.EFBIG, f"larger than {limit:,} bytes", str(path))
+        self.limit = limit
+
+
+def file_kind(mode: int) -> str:
+    """What a stat mode that is no regular file is, in words ("a FIFO")."""
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def open_regular(path, *, follow_links: bool = True):
+    """`path` open for binary reading when it is a regular file; NotRegularFileError otherwise, OSError when it
+    cannot be opened. The open is non-blocking (a FIFO would wait for a writer; /dev/zero would never end a
+    read): the mode is read from the open file (fstat), so a file swapped after a check is caught too."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fd = os.open(path, flags)
+    except IsADirectoryError:
+        raise NotRegularFileError(path, "a folder") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(path, file_kind(mode))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path, max_bytes: int, *, follow_links: bool = True) -> bytes:
+    """The bytes of `path` (open_regular), FileTooLargeError past `max_bytes` (its size is looked at before a
+    byte is read, and no more than max_bytes + 1 are read should it grow)."""
+    with open_regular(path, follow_links=follow_links) as fh:
+        if os.fstat(fh.fileno()).st_size > max_bytes:
+            raise FileTooLargeError(path, max_bytes)
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FileTooLargeError(path, max_bytes)
+    return data
 
 
 def _umask() -> int:

@@ -40,8 +40,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import stat
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -53,6 +51,7 @@ import numpy as np
 from kernlint.baseline.compare import TOTAL
 from kernlint.baseline.model import Baseline
 from kernlint.errors import ConfigError, KernlintError, shorten
+from kernlint.fileio import FileTooLargeError, NotRegularFileError, read_regular
 
 # 2: the cache names its inputs (a digest per baseline) and a digest of its own content (issue 38).
 CACHE_VERSION = 2
@@ -147,29 +146,17 @@ def read_cache(path: str | Path) -> HistoryCache | None:
     reading, so never waited on)."""
     path = Path(path)
     try:
-        mode = os.stat(path).st_mode
+        data = read_regular(path, MAX_CACHE_BYTES)
     except FileNotFoundError:
         return None
+    except NotRegularFileError as exc:
+        raise ConfigError(path, "is a folder: give --cache a file path" if exc.is_folder else
+                          f"not a regular file ({exc.kind}): give --cache a file path") from None
+    except FileTooLargeError:
+        raise HistoryCacheError(path, f"larger than {MAX_CACHE_BYTES >> 20} MiB: not a kernlint history "
+                                      "cache") from None
     except OSError as exc:
         raise HistoryCacheError(path, f"cannot read the history cache: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(mode):
-        raise ConfigError(path, "is a folder: give --cache a file path")
-    if not stat.S_ISREG(mode):
-        raise ConfigError(path, "not a regular file (a FIFO, socket or device): give --cache a file path")
-    if os.stat(path).st_size > MAX_CACHE_BYTES:
-        raise HistoryCacheError(path, f"larger than {MAX_CACHE_BYTES >> 20} MiB: not a kernlint history cache")
-    try:
-        # O_NONBLOCK: should it have become a FIFO since the stat, the open does not wait for a writer
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ConfigError(path, "not a regular file: give --cache a file path")
-            os.set_blocking(fd, True)
-            data = fh.read(MAX_CACHE_BYTES + 1)
-    except OSError as exc:
-        raise HistoryCacheError(path, f"cannot read the history cache: {exc.strerror or exc}") from None
-    if len(data) > MAX_CACHE_BYTES:
-        raise HistoryCacheError(path, f"larger than {MAX_CACHE_BYTES >> 20} MiB: not a kernlint history cache")
     return decode_cache(data, path)
 
 

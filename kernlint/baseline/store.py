@@ -6,8 +6,6 @@ which launch changed.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ import msgspec
 from kernlint.baseline.model import SCHEMA_VERSION, Baseline
 from kernlint.errors import BaselineError
 from kernlint.errors import shorten as shorten_text
-from kernlint.fileio import write_text_atomically
+from kernlint.fileio import FileTooLargeError, NotRegularFileError, read_regular, write_text_atomically
 
 MAX_BASELINE_BYTES = 256 << 20
 
@@ -70,25 +68,14 @@ def _read_regular_file(path: Path) -> bytes:
     """The file's bytes, at most MAX_BASELINE_BYTES: a folder, a FIFO or a device is refused before reading
     (a FIFO would block the read forever)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # a FIFO opens at once instead of waiting for a writer
-    except IsADirectoryError:
-        raise BaselineError(path, "is a folder, not a baseline file") from None
+        return read_regular(path, MAX_BASELINE_BYTES)
+    except NotRegularFileError as exc:
+        raise BaselineError(path, "is a folder, not a baseline file" if exc.is_folder else
+                            f"not a regular file ({exc.kind}): not a baseline file") from None
+    except FileTooLargeError:
+        raise BaselineError(path, f"larger than {MAX_BASELINE_BYTES >> 20} MiB: not a kernlint baseline") from None
     except OSError as exc:
         raise BaselineError(path, f"cannot read the baseline: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as fh:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise BaselineError(path, "is a folder, not a baseline file")
-        if not stat.S_ISREG(mode):
-            raise BaselineError(path, "not a regular file (a FIFO, socket or device): not a baseline file")
-        os.set_blocking(fd, True)
-        try:
-            data = fh.read(MAX_BASELINE_BYTES + 1)
-        except OSError as exc:
-            raise BaselineError(path, f"cannot read the baseline: {exc.strerror or exc}") from None
-    if len(data) > MAX_BASELINE_BYTES:
-        raise BaselineError(path, f"larger than {MAX_BASELINE_BYTES >> 20} MiB: not a kernlint baseline")
-    return data
 
 
 def read_baseline(path: str | Path) -> Baseline:

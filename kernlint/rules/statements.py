@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import os
-import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from kernlint.fileio import read_regular
 from kernlint.trace.names import python_call_names
 
 MAX_SOURCE_BYTES = 2 * 1024 * 1024
@@ -97,19 +96,9 @@ def read_source_file(root: Path, file: str, max_bytes: int = MAX_SOURCE_BYTES) -
         path = Path(file)
         real = (path if path.is_absolute() else root / path).resolve()
         real.relative_to(root)   # ValueError outside the root
-        # O_NONBLOCK: a FIFO swapped in after the resolve opens at once (and is refused by its fstat)
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        return read_regular(real, max_bytes, follow_links=False)   # resolved: a link swapped in is refused
     except (OSError, ValueError, RuntimeError):
         return None
-    with os.fdopen(fd, "rb") as handle:
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-                return None
-            data = handle.read(max_bytes + 1)
-        except OSError:
-            return None
-    return data if len(data) <= max_bytes else None
 
 
 class SourceStatements:

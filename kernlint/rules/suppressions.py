@@ -23,9 +23,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
-import os
 import re
-import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +33,7 @@ from typing import Annotated
 import msgspec
 
 from kernlint.errors import ConfigError, shorten
+from kernlint.fileio import FileTooLargeError, NotRegularFileError, read_regular
 from kernlint.rules.fingerprint import FINGERPRINT_SCHEME, fingerprint_of
 from kernlint.rules.result import STATUS_FAILED, STATUS_PASSED, Finding, RuleOutcome, TraceReport
 from kernlint.rules.severity import SEVERITY_ORDER
@@ -72,30 +71,16 @@ class _Version(msgspec.Struct):
 def _read_bounded(path: Path) -> bytes:
     """The file's bytes: a regular file of at most MAX_SUPPRESSIONS_BYTES, else a ConfigError (a FIFO is
     never opened for reading, so never waited on; a huge file is never read)."""
-    problem = "cannot read the suppressions file"
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # a FIFO opens at once instead of waiting for a writer
-    except IsADirectoryError:
-        raise ConfigError(path, "is a folder, not a suppressions file") from None
+        return read_regular(path, MAX_SUPPRESSIONS_BYTES)
+    except NotRegularFileError as exc:
+        raise ConfigError(path, "is a folder, not a suppressions file" if exc.is_folder else
+                          f"not a regular file ({exc.kind}): not a suppressions file") from None
+    except FileTooLargeError:
+        raise ConfigError(path, f"larger than {MAX_SUPPRESSIONS_BYTES >> 20} MiB: not a kernlint suppressions "
+                                "file") from None
     except OSError as exc:
-        raise ConfigError(path, f"{problem}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise ConfigError(path, "is a folder, not a suppressions file")
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(path, "not a regular file (a FIFO, socket or device): not a suppressions file")
-        too_large = f"larger than {MAX_SUPPRESSIONS_BYTES >> 20} MiB: not a kernlint suppressions file"
-        if info.st_size > MAX_SUPPRESSIONS_BYTES:
-            raise ConfigError(path, too_large)
-        os.set_blocking(fd, True)
-        try:
-            data = fh.read(MAX_SUPPRESSIONS_BYTES + 1)
-        except OSError as exc:
-            raise ConfigError(path, f"{problem}: {exc.strerror or exc}") from None
-    if len(data) > MAX_SUPPRESSIONS_BYTES:   # it grew since the stat
-        raise ConfigError(path, too_large)
-    return data
+        raise ConfigError(path, f"cannot read the suppressions file: {exc.strerror or exc}") from None
 
 
 @dataclass(frozen=True)

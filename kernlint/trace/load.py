@@ -34,7 +34,7 @@ from pathlib import Path
 import msgspec
 
 from kernlint.errors import TraceError
-from kernlint.fileio import RUN_METADATA_SUFFIX
+from kernlint.fileio import RUN_METADATA_SUFFIX, NotRegularFileError, file_kind, open_regular
 from kernlint.trace import graph_evidence, names
 from kernlint.trace.columns import RawColumns
 from kernlint.trace.event_stream import EventStream, StreamFallback
@@ -122,7 +122,7 @@ def discover_traces(paths: Iterable[str | Path]) -> Discovery:
         elif stat.S_ISREG(st.st_mode):
             found.files.append(path)
         else:
-            raise TraceError(path, f"not a regular file or folder ({_file_type(st.st_mode)})")
+            raise TraceError(path, f"not a regular file or folder ({file_kind(st.st_mode)})")
     seen: set[Path] = set()
     unique = []
     for f in found.files:
@@ -176,7 +176,7 @@ def _discover_folder(folder: Path, found: Discovery) -> None:
                 continue
             looked += 1
             if not stat.S_ISREG(st.st_mode):
-                skipped.append(SkippedEntry(path, f"not a regular file ({_file_type(st.st_mode)}); not opened",
+                skipped.append(SkippedEntry(path, f"not a regular file ({file_kind(st.st_mode)}); not opened",
                                             unreadable=True))
                 continue
             if not entry.name.lower().endswith(JSON_SUFFIXES) or entry.name.endswith(RUN_METADATA_SUFFIX):
@@ -213,14 +213,6 @@ def _link_problem(exc: OSError) -> str:
     if exc.errno == errno.ENOENT:
         return "dangling symbolic link (its target does not exist)"
     return f"cannot follow symbolic link: {exc.strerror or exc}"
-
-
-def _file_type(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device")):
-        if test(mode):
-            return name
-    return "a special file"
 
 
 # What sniff_trace says when it could not read a file, as opposed to a file it read that is not a trace.
@@ -323,19 +315,14 @@ def _key_text(token: bytes) -> bytes:
 
 
 def _open_regular(path: Path):
-    """`path` opened for reading in binary, when it is a regular file; TraceError otherwise (a FIFO would block
-    the open until a writer comes, /dev/zero never ends: a --capture or a trace named on the command line may
-    be either). O_NONBLOCK makes the open of a FIFO return at once; it changes nothing for a regular file."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    """`path` open for reading when it is a regular file; TraceError otherwise (a FIFO would block the open
+    until a writer comes, /dev/zero never ends: a --capture or a trace named on the command line may be
+    either)."""
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise TraceError(path, f"not a regular file ({_file_type(mode)})" if not stat.S_ISDIR(mode)
-                             else "is a folder, not a trace file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return os.fdopen(fd, "rb")
+        return open_regular(path)
+    except NotRegularFileError as exc:
+        raise TraceError(path, "is a folder, not a trace file" if exc.is_folder else
+                         f"not a regular file ({exc.kind})") from None
 
 
 def read_trace_bytes(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> bytes | bytearray:
