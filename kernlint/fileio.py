@@ -81,6 +81,20 @@ def read_regular(path, max_bytes: int, *, follow_links: bool = True) -> bytes:
     return data
 
 
+def read_user_file(path, max_bytes: int, error: type[KernlintError], noun: str) -> bytes:
+    """read_regular for a file the user names as a `noun` ("baseline", "suppressions file"): every refusal is
+    one `error` naming the file (a folder, a FIFO or device, past the bound, unreadable)."""
+    try:
+        return read_regular(path, max_bytes)
+    except NotRegularFileError as exc:
+        raise error(path, f"is a folder, not a {noun}" if exc.is_folder else
+                    f"not a regular file ({exc.kind}): not a {noun}") from None
+    except FileTooLargeError:
+        raise error(path, f"larger than {max_bytes >> 20} MiB: not a kernlint {noun}") from None
+    except OSError as exc:
+        raise error(path, f"cannot read the {noun}: {exc.strerror or exc}") from None
+
+
 def _umask() -> int:
     """The process umask, read without changing it where Linux allows (/proc), else set and restored."""
     try:

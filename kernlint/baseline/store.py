@@ -14,7 +14,7 @@ import msgspec
 from kernlint.baseline.model import SCHEMA_VERSION, Baseline
 from kernlint.errors import BaselineError
 from kernlint.errors import shorten as shorten_text
-from kernlint.fileio import FileTooLargeError, NotRegularFileError, read_regular, write_text_atomically
+from kernlint.fileio import read_user_file, write_text_atomically
 
 MAX_BASELINE_BYTES = 256 << 20
 
@@ -67,15 +67,7 @@ def shorten(text: str, limit: int = 200) -> str:
 def _read_regular_file(path: Path) -> bytes:
     """The file's bytes, at most MAX_BASELINE_BYTES: a folder, a FIFO or a device is refused before reading
     (a FIFO would block the read forever)."""
-    try:
-        return read_regular(path, MAX_BASELINE_BYTES)
-    except NotRegularFileError as exc:
-        raise BaselineError(path, "is a folder, not a baseline file" if exc.is_folder else
-                            f"not a regular file ({exc.kind}): not a baseline file") from None
-    except FileTooLargeError:
-        raise BaselineError(path, f"larger than {MAX_BASELINE_BYTES >> 20} MiB: not a kernlint baseline") from None
-    except OSError as exc:
-        raise BaselineError(path, f"cannot read the baseline: {exc.strerror or exc}") from None
+    return read_user_file(path, MAX_BASELINE_BYTES, BaselineError, "baseline")
 
 
 def read_baseline(path: str | Path) -> Baseline:

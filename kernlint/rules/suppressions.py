@@ -33,7 +33,7 @@ from typing import Annotated
 import msgspec
 
 from kernlint.errors import ConfigError, shorten
-from kernlint.fileio import FileTooLargeError, NotRegularFileError, read_regular
+from kernlint.fileio import read_user_file
 from kernlint.rules.fingerprint import FINGERPRINT_SCHEME, fingerprint_of
 from kernlint.rules.result import STATUS_FAILED, STATUS_PASSED, Finding, RuleOutcome, TraceReport
 from kernlint.rules.severity import SEVERITY_ORDER
@@ -71,16 +71,7 @@ class _Version(msgspec.Struct):
 def _read_bounded(path: Path) -> bytes:
     """The file's bytes: a regular file of at most MAX_SUPPRESSIONS_BYTES, else a ConfigError (a FIFO is
     never opened for reading, so never waited on; a huge file is never read)."""
-    try:
-        return read_regular(path, MAX_SUPPRESSIONS_BYTES)
-    except NotRegularFileError as exc:
-        raise ConfigError(path, "is a folder, not a suppressions file" if exc.is_folder else
-                          f"not a regular file ({exc.kind}): not a suppressions file") from None
-    except FileTooLargeError:
-        raise ConfigError(path, f"larger than {MAX_SUPPRESSIONS_BYTES >> 20} MiB: not a kernlint suppressions "
-                                "file") from None
-    except OSError as exc:
-        raise ConfigError(path, f"cannot read the suppressions file: {exc.strerror or exc}") from None
+    return read_user_file(path, MAX_SUPPRESSIONS_BYTES, ConfigError, "suppressions file")
 
 
 @dataclass(frozen=True)
