@@ -48,7 +48,7 @@ from kernlint.config import (
     resolve_config,
     selection_layer,
 )
-from kernlint.errors import ConfigError, KernlintError, TraceError
+from kernlint.errors import ConfigError, ExitCode, KernlintError, TraceError
 from kernlint.extras import require_capture
 from kernlint.report.safe import printable
 
@@ -57,8 +57,6 @@ from kernlint.report.safe import printable
 # record --workload), tempfile (a trace on standard input), shlex (baseline record), and in the command bodies
 # the pipeline, the rules and the chosen format's renderers. tests/test_startup_imports.py checks what
 # `kernlint check` of a small trace leaves out.
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERNAL, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 
 # How much the text report says (kernlint.report.text_format's levels): -q, the default, -v.
 QUIET, NORMAL, VERBOSE = -1, 0, 1
@@ -168,7 +166,7 @@ def _guarded(fn: Callable[..., int], debug: bool, *args, **kwargs) -> None:
             sys.exit(named.exit_code)
         _error_line(f"{type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
                     prefix="kernlint: internal error: ")
-        sys.exit(EXIT_INTERNAL)
+        sys.exit(ExitCode.INTERNAL)
     sys.exit(code)
 
 
@@ -197,14 +195,14 @@ class _KernlintGroup(click.Group):
             except _NO_ARGS_IS_HELP:   # `kernlint` alone: the help, as `kernlint --help` prints it
                 with click.Context(self, info_name=prog_name or "kernlint") as ctx:
                     click.echo(self.get_help(ctx))
-                sys.exit(EXIT_CLEAN)
+                sys.exit(ExitCode.CLEAN)
             except click.ClickException as exc:
                 _error_line(exc.format_message(), join_lines=True)
-                sys.exit(exc.exit_code if exc.exit_code else EXIT_ERROR)
+                sys.exit(exc.exit_code if exc.exit_code else ExitCode.ERROR)
             except click.Abort:
                 _error_line("interrupted", prefix="kernlint: ")
                 sys.exit(130)
-        sys.exit(rv if isinstance(rv, int) else EXIT_CLEAN)
+        sys.exit(rv if isinstance(rv, int) else ExitCode.CLEAN)
 
 
 @click.group(cls=_KernlintGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -727,7 +725,7 @@ def report(traces, output, **params):
 
     def body() -> int:
         _run_check(traces, options)   # the report says what a check would exit with
-        return EXIT_CLEAN
+        return ExitCode.CLEAN
 
     _guarded(body, options.debug)
 
@@ -759,7 +757,7 @@ def list_rules(rule_paths, no_builtin, fmt, config_file, isolated, debug):
                                     "check": r.spec.check.type, "path": r.path, "family": family.key,
                                     "family_title": family.title, "zoo_cases": zoo_cases(r.spec.tags)}
                                    for family, members in groups for r in members], indent=2, allow_nan=False))
-            return EXIT_CLEAN
+            return ExitCode.CLEAN
         blocks = []
         for family, members in groups:
             ids = id_span([r.id for r in members])
@@ -770,7 +768,7 @@ def list_rules(rule_paths, no_builtin, fmt, config_file, isolated, debug):
                                                             r.spec.summary)))
             blocks += [table, Text("")]
         _emit(Group(*blocks[:-1]), None)
-        return EXIT_CLEAN
+        return ExitCode.CLEAN
 
     _guarded(body, debug)
 
@@ -792,7 +790,7 @@ def explain(rule_id, schema, rule_paths, no_builtin, config_file, isolated, debu
 
         if schema:
             click.echo(rule_language_reference(), nl=False)
-            return EXIT_CLEAN
+            return ExitCode.CLEAN
         if not rule_id:
             raise ConfigError(None, "explain needs a rule id or name, or --schema")
         rules = {r.id: r for r in _rules_of(_current_config(), rule_paths, no_builtin)}
@@ -801,7 +799,7 @@ def explain(rule_id, schema, rule_paths, no_builtin, config_file, isolated, debu
         if rule is None:
             raise ConfigError(None, f"no rule {rule_id!r} (known: {', '.join(sorted(rules))})")
         click.echo(rule_markdown(rule), nl=False)
-        return EXIT_CLEAN
+        return ExitCode.CLEAN
 
     _guarded(body, debug)
 
@@ -936,7 +934,7 @@ def audit(device, include_regressed, out_dir, replay, fixtures, timeout_s, repea
                 raise ConfigError(folder / "cases", "no case names a recorded trace (`trace = ...`): nothing to "
                                                     "replay")
             _emit(render(result), output)
-            return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
+            return ExitCode.CLEAN if result.all_as_expected else ExitCode.FINDINGS
         from kernlint.audit import WorkloadProcess, audit_workloads, run_audit, workloads_not_run
         from kernlint.workloads import resolve_device
 
@@ -958,7 +956,7 @@ def audit(device, include_regressed, out_dir, replay, fixtures, timeout_s, repea
         if render_html is not None:
             _write_atomically(html_path, render_html(result))
         _emit(render(result), output)
-        return EXIT_CLEAN if result.all_as_expected else EXIT_FINDINGS
+        return ExitCode.CLEAN if result.all_as_expected else ExitCode.FINDINGS
 
     _guarded(body, debug)
 
@@ -1019,7 +1017,7 @@ def history(baselines, cache, alpha, fmt, output, config_file, isolated, debug):
             lines += [f"note: {note}" for note in result.notes]
             text = "\n".join(printable(line) for line in lines) + "\n"
         _emit(text, output)
-        return EXIT_CLEAN
+        return ExitCode.CLEAN
 
     _guarded(body, debug)
 
@@ -1115,7 +1113,7 @@ def baseline_record(traces, workload_names, processes, repeat, device, out_dir, 
             runs = ", ".join(f"{name} ({p.runs} run(s), {sum(len(s.launches) for s in p.scopes.values())} "
                              "launches)" for name, p in programs.items())
             click.echo(f"kernlint: wrote {printable(written)}: {printable(runs)}")
-        return EXIT_CLEAN
+        return ExitCode.CLEAN
 
     _guarded(body, debug)
 

@@ -1,6 +1,7 @@
 """Typed errors. Analysis code raises these; only the CLI turns them into one line and an exit code."""
 from __future__ import annotations
 
+from enum import IntEnum
 from pathlib import Path
 
 # The longest a problem, a name or a message is shown: a 1 MB value from a hostile file is never echoed whole
@@ -13,10 +14,21 @@ def shorten(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
+class ExitCode(IntEnum):
+    """kernlint's exit codes, the one place they are defined (README "Exit codes"). A signal that stops kernlint
+    while it runs processes of its own exits 128 + signo, as a shell would (kernlint.fileio.TerminatedError)."""
+
+    CLEAN = 0        # no finding at or above --fail-on, everything checked
+    FINDINGS = 1     # findings at or above --fail-on (an audit: a workload without its expected verdict)
+    ERROR = 2        # a user error: one line on stderr naming the file and the problem
+    INTERNAL = 3     # kernlint's own bug: one line, --debug for the traceback
+    INCOMPLETE = 4   # nothing failed, but something could not be fully checked
+
+
 class KernlintError(Exception):
     """Base of every error a user can cause. `str()` is the one line the CLI prints."""
 
-    exit_code = 2
+    exit_code: int = ExitCode.ERROR
 
     def __init__(self, path: str | Path | None, problem: str, line: int | None = None):
         self.path = None if path is None else str(path)

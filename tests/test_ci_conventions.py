@@ -124,3 +124,21 @@ def test_run_metadata_beside_a_trace_is_not_listed_as_skipped(tmp_path):
     assert list(folder.glob("*.run.json"))
     done = _kernlint("check", str(folder), "-v", "--format", "json")
     assert not [s for s in json.loads(done.stdout)["skipped"] if s["path"].endswith(".run.json")]
+
+
+def test_the_exit_codes_are_one_enum_and_the_readme_documents_each():
+    """Issue 39: exit codes lived in three modules and as literals; one IntEnum now, and the README table
+    lists every member by its number."""
+    import re
+
+    from conftest import REPO
+    from kernlint.errors import ExitCode, KernlintError
+    from kernlint.rules import result
+
+    readme = (REPO / "README.md").read_text()
+    table = readme[readme.index("### Exit codes"):readme.index("### JSON output")]
+    documented = {int(m) for m in re.findall(r"^\| (\d) \|", table, re.M)}
+    assert documented == {int(c) for c in ExitCode}
+    assert (result.EXIT_CLEAN, result.EXIT_FINDINGS, result.EXIT_INCOMPLETE) == (
+        ExitCode.CLEAN, ExitCode.FINDINGS, ExitCode.INCOMPLETE)
+    assert KernlintError(None, "x").exit_code is ExitCode.ERROR

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from kernlint.errors import ExitCode
 from kernlint.report.breakdown import anchor
 from kernlint.rules.causes import Cause, causes_of, describe_instances, instance_step
 from kernlint.rules.result import CheckResult, Finding, TraceReport, clean_finding, sorted_findings
@@ -587,8 +588,9 @@ def _finding_view(view_id: str, cause: Cause, rule: Rule | None) -> FindingView:
 
 
 # What `kernlint check` exits with, in the words of the gate that reads it.
-_GATE = {0: "passes: no finding at or above --fail-on, everything checked",
-         1: "fails: findings at or above --fail-on", 4: "incomplete: something could not be fully checked"}
+_GATE = {ExitCode.CLEAN: "passes: no finding at or above --fail-on, everything checked",
+         ExitCode.FINDINGS: "fails: findings at or above --fail-on",
+         ExitCode.INCOMPLETE: "incomplete: something could not be fully checked"}
 
 
 def _one_per_rank(tables: list[EventTable], report: TraceReport) -> list[EventTable]:
@@ -618,7 +620,8 @@ def audit_report_view(run) -> ReportView:
         reports.append(run.baseline_report)
     tables = [t for v in run.verdicts for t in v.tables]
     rules = [r for r in run.rules if run.baseline_report is not None or not r.needs_baseline]
-    result = CheckResult(reports=reports, rules=rules, exit_code=0 if run.all_as_expected else 1)
+    code = ExitCode.CLEAN if run.all_as_expected else ExitCode.FINDINGS
+    result = CheckResult(reports=reports, rules=rules, exit_code=code)
     view = build_report_view(result, tables, title=f"kernlint audit on {run.device}", metadata=run.metadata)
     view.gate = ("every workload got the verdicts it must get: the regressed ones are caught" if run.all_as_expected
                  else "a workload did not get the verdicts it must get")

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernlint.errors import MAX_SHOWN_CHARS, shorten
+from kernlint.errors import MAX_SHOWN_CHARS, ExitCode, shorten
 from kernlint.rules.severity import SEVERITY_ORDER
 
 STATUS_FAILED = "failed"
@@ -17,8 +17,8 @@ STATUS_NOT_APPLICABLE = "not-applicable"
 # The rule's evidence was damaged or could not all be read: never a pass.
 STATUS_INCOMPLETE = "incomplete"
 
-# Exit codes of a check (the CLI documents them).
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_INCOMPLETE = 0, 1, 4
+# Exit codes of a check (kernlint.errors.ExitCode), by the names the API has always exported.
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_INCOMPLETE = ExitCode.CLEAN, ExitCode.FINDINGS, ExitCode.INCOMPLETE
 
 
 _SHOWN_TEXT_FIELDS = ("message", "scope", "event", "event_kind", "event_category", "launch_op", "top_op", "source",
