@@ -593,19 +593,6 @@ def _check_paths(traces, options: CheckOptions, notes=()) -> int:
     extra = {k[len("output_"):]: v for k, v in options.extra.items() if k.startswith("output_") and v is not None}
     renderers = {name: get_format(name).renderer("check") for name in extra}
     needs_tables = chosen.needs_tables or any(get_format(name).needs_tables for name in extra)
-    bad = [m for m in options.extra.get("path_map", ()) if "=" not in m]
-    if bad:
-        raise ConfigError(None, f"--path-map {bad[0]!r}: expected FROM=TO")
-    # --path-map first, then the config's [path-map]: the first matching prefix wins. Built when first needed
-    # (a check whose findings name no source never lists the checkout's files).
-    pairs = [tuple(m.split("=", 1)) for m in options.extra.get("path_map", ())] + list(config.path_map.items())
-
-    @functools.cache
-    def mapping():
-        from kernlint.report.sources import source_map
-
-        return source_map(options.extra.get("source_root"), pairs)
-
     request = CheckRequest(
         rules=_selected_rules(options, config),
         baseline_hint="add --baseline FILE (record one with `kernlint baseline record`)",
@@ -617,20 +604,9 @@ def _check_paths(traces, options: CheckOptions, notes=()) -> int:
         fail_on=options.fail_on, allow_incomplete=options.allow_incomplete, exit_zero=options.exit_zero,
         jobs=resolve_jobs(options.jobs), backend=options.backend, scheduler=options.scheduler,
         keep_tables=needs_tables,   # html's timelines draw from every trace's events
-        notes=list(notes),
-        suppress=lambda reports, chosen: _suppressed(reports, chosen, options, config, mapping))
+        notes=list(notes), sources=_source_handling(options, config))
     result = run_check(request)
     from kernlint.report import RenderContext
-
-    if any(f.source for f in result.findings):   # recorded paths -> the checkout's files
-        from kernlint.report.sources import with_mapped_sources
-
-        result = with_mapped_sources(result, mapping())
-        from kernlint.rules.statements import SourceStatements, with_statement_lines
-
-        # the def line -> the statement that issued the op, in the files the map resolved into the checkout
-        result = with_statement_lines(result, SourceStatements(mapping().root,
-                                                               only=lambda f: mapping().path(f) == f))
 
     for name, path in extra.items():   # the extra outputs first: the main one may be stdout
         _emit(renderers[name](result, RenderContext(verbosity=options.verbosity)), path)
@@ -638,37 +614,36 @@ def _check_paths(traces, options: CheckOptions, notes=()) -> int:
     return result.exit_code
 
 
-def _suppressed(reports, rules, options: CheckOptions, config: Config, mapping: Callable[[], Any]):
-    """Apply the suppressions (the bulk file, [per-source-ignores], inline comments: read only from the files
-    the source `mapping` resolves into the checkout); first write or prune the bulk file when asked. Returns
-    the reports left and what was suppressed."""
-    from kernlint.rules.suppressions import (
-        SUPPRESSIONS_FILE,
-        SuppressionFile,
-        apply_suppressions,
-        bulk_entries,
-        pruned,
-    )
+def _source_handling(options: CheckOptions, config: Config):
+    """The suppressions and source mapping of a check (kernlint.pipeline.SourceHandling): the bulk file read now
+    (a bad one is refused before the work), written or pruned first when asked, once the findings are known."""
+    from kernlint.pipeline import SourceHandling
+    from kernlint.rules.suppressions import SUPPRESSIONS_FILE, SuppressionFile, bulk_entries, pruned
 
+    bad = [m for m in options.extra.get("path_map", ()) if "=" not in m]
+    if bad:
+        raise ConfigError(None, f"--path-map {bad[0]!r}: expected FROM=TO")
+    # --path-map first, then the config's [path-map]: the first matching prefix wins
+    pairs = [tuple(m.split("=", 1)) for m in options.extra.get("path_map", ())] + list(config.path_map.items())
     location = options.suppressions_location or Path.cwd() / SUPPRESSIONS_FILE
-    for rule_id in options.suppress_rule:
-        if rule_id.upper() not in {r.id for r in rules}:
-            raise ConfigError(None, f"--suppress-rule {rule_id}: no such rule among those checked")
     # exists, not is_file: a FIFO or a folder there is refused in one line, never skipped (nor replaced)
-    file = SuppressionFile.read(location) if location.exists() else None
-    findings = [f for r in reports for f in r.findings]
-    if options.suppress_all or options.suppress_rule:
-        new = bulk_entries(findings, None if options.suppress_all else options.suppress_rule)
-        file = SuppressionFile(location, {**(file.upgraded(findings).entries if file else {}), **new})
-        _write_atomically(location, file.text())
-    elif options.prune_suppressions and file is not None:
-        file = pruned(file, findings)
-        _write_atomically(location, file.text())
-    if not any(f.source for f in findings):
-        return apply_suppressions(reports, rules, file=file, per_source=config.per_source_ignores)
-    # a recorded path the map does not resolve (a file not yet tracked) is read as it is: inside the root only
-    return apply_suppressions(reports, rules, file=file, per_source=config.per_source_ignores, root=mapping().root,
-                              resolve=lambda recorded: mapping().path(recorded) or recorded)
+    read = SuppressionFile.read(location) if location.exists() else None
+
+    def update(findings, rules, file):
+        for rule_id in options.suppress_rule:
+            if rule_id.upper() not in {r.id for r in rules}:
+                raise ConfigError(None, f"--suppress-rule {rule_id}: no such rule among those checked")
+        if options.suppress_all or options.suppress_rule:
+            new = bulk_entries(findings, None if options.suppress_all else options.suppress_rule)
+            file = SuppressionFile(location, {**(file.upgraded(findings).entries if file else {}), **new})
+            _write_atomically(location, file.text())
+        elif options.prune_suppressions and file is not None:
+            file = pruned(file, findings)
+            _write_atomically(location, file.text())
+        return file
+
+    return SourceHandling(root=options.extra.get("source_root"), path_map=pairs, suppressions=read,
+                          per_source_ignores=config.per_source_ignores, update_suppressions=update)
 
 
 @main.command(cls=_ConfiguredCommand)

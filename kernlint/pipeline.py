@@ -1,7 +1,8 @@
 """The one check: traces and rules in, a CheckResult with its exit status out.
 
     discover -> pair captures -> map (load + check each trace: here, or on --jobs workers) -> compare with a
-    baseline -> reduce (run groups, cross-rank and baseline rules) -> suppress -> exit status
+    baseline -> reduce (run groups, cross-rank and baseline rules) -> severity by cost -> suppress -> exit
+    status -> sources mapped into the checkout and refined to the statement (SourceHandling)
 
 `kernlint check`, `kernlint report`, `kernlint.check()` (and, through it, the pytest plugin), the audit
 (kernlint.audit: each workload's traces, then the workloads against a baseline) and the rule cases
@@ -16,13 +17,40 @@ Layer: above rules, baseline and parallel; below the audit, the rule cases, the 
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernlint.errors import ConfigError
 from kernlint.rules.result import EXIT_CLEAN, CheckResult, exit_status
+
+
+@dataclass
+class SourceHandling:
+    """What silences findings and where their sources are read, applied by the pipeline after the reduce:
+    the suppressions (the bulk file, `[per-source-ignores]`, inline `# kernlint: ignore[...]` comments read
+    from the files under the source root only), then each finding's recorded path mapped into the root
+    (`[path-map]` / `--path-map`, the tracked file it names: kernlint.rules.sources) and its line refined from
+    the function's `def` to the statement that issued the op (kernlint.rules.statements). `root`: None for
+    the git checkout around the working directory, else the working directory. `update_suppressions`:
+    (findings, rules, the file read) -> the file to apply (the CLI's --suppress-all / --prune-suppressions,
+    which write it first)."""
+
+    root: Path | None = None
+    path_map: Sequence[tuple[str, str]] = ()
+    suppressions: Any = None          # a kernlint.rules.suppressions.SuppressionFile, or None
+    per_source_ignores: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    inline_ignores: bool = True
+    update_suppressions: Callable | None = None
+
+    @functools.cached_property
+    def mapping(self):
+        """The source map (lists the checkout's files: built only when a finding names a source)."""
+        from kernlint.rules.sources import source_map
+
+        return source_map(self.root, self.path_map)
 
 
 @dataclass
@@ -55,8 +83,8 @@ class CheckRequest:
     scheduler: str | None = None
     keep_tables: bool = False
     notes: Sequence[str] = ()
-    # (reports, rules) -> (reports left, what was suppressed): the CLI's suppressions.
-    suppress: Callable | None = None
+    # Suppressions and source mapping; None: neither (findings keep their sources as recorded).
+    sources: SourceHandling | None = None
     result_type: type = CheckResult
     result_fields: dict = field(default_factory=dict)
 
@@ -149,8 +177,8 @@ def run_check(request: CheckRequest) -> CheckResult:
     # Severity follows cost: a cause costing less than its rule's min-cost a step is info (negligible).
     reports = apply_min_cost(reports, rules)
     suppressed: list = []
-    if request.suppress is not None:
-        reports, suppressed = request.suppress(reports, rules)
+    if request.sources is not None:
+        reports, suppressed = _suppressed(reports, rules, request.sources)
     skipped = list(found.skipped) if found else []
     # Entries that could not be read (not files that were read and are not traces): not checked.
     unreadable = [(str(e.path), e.reason) for e in skipped if e.unreadable]
@@ -159,11 +187,45 @@ def run_check(request: CheckRequest) -> CheckResult:
     code = EXIT_CLEAN if request.exit_zero else exit_status(reports, request.fail_on,
                                                             allow_incomplete=request.allow_incomplete,
                                                             incomplete_input=bool(unreadable) or nothing_compared)
-    return request.result_type(
+    result = request.result_type(
         reports=reports, rules=rules, exit_code=code, notes=[*request.notes, *pairing.notes],
         skipped=[(str(e.path), e.reason) for e in skipped], ignored_files=found.ignored_count if found else 0,
         unreadable=unreadable, tables=tables if request.keep_tables else [], suppressed=suppressed,
         **request.result_fields)
+    if request.sources is not None and any(f.source for f in result.findings):
+        result = _mapped_sources(result, request.sources)
+    return result
+
+
+def _suppressed(reports: list, rules: list, sources: SourceHandling) -> tuple[list, list]:
+    """The reports less what the suppressions take out, and what they took out. Inline comments are read only
+    from the files the source map resolves inside the root (a path it does not resolve, a file not yet
+    tracked, is read as it is: inside the root only). Fingerprints are of the recorded sources: mapping
+    comes after, as the bulk file's keys were made."""
+    from kernlint.rules.suppressions import apply_suppressions
+
+    file = sources.suppressions
+    findings = [f for r in reports for f in r.findings]
+    if sources.update_suppressions is not None:
+        file = sources.update_suppressions(findings, rules, file)
+    if not any(f.source for f in findings):
+        return apply_suppressions(reports, rules, file=file, per_source=sources.per_source_ignores,
+                                  inline=sources.inline_ignores)
+    mapping = sources.mapping
+    return apply_suppressions(reports, rules, file=file, per_source=sources.per_source_ignores,
+                              inline=sources.inline_ignores, root=mapping.root,
+                              resolve=lambda recorded: mapping.path(recorded) or recorded)
+
+
+def _mapped_sources(result: CheckResult, sources: SourceHandling) -> CheckResult:
+    """Recorded paths -> the checkout's files; the def line -> the statement that issued the op, in the files
+    the map resolved into the checkout."""
+    from kernlint.rules.sources import with_mapped_sources
+    from kernlint.rules.statements import SourceStatements, with_statement_lines
+
+    mapping = sources.mapping
+    result = with_mapped_sources(result, mapping)
+    return with_statement_lines(result, SourceStatements(mapping.root, only=lambda f: mapping.path(f) == f))
 
 
 def record_programs(paths: Sequence[Path], *, max_trace_bytes: int | None = None, captures: Sequence[Path] = (),

@@ -44,7 +44,7 @@ def cli(*args):
 def placeholder() -> CheckResult:
     """The 64 findings of KL001, checked once (with the events, for the HTML report). The graph decoder's
     RMSNorm is a chain of kernels (KL902's findings): a cause of its own, left out here."""
-    from kernlint.report.sources import source_map, with_mapped_sources
+    from kernlint.rules.sources import source_map, with_mapped_sources
     from kernlint.rules.statements import SourceStatements, with_statement_lines
 
     rules = [r for r in load_rules() if r.id == "KL001"]

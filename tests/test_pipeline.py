@@ -80,3 +80,39 @@ def test_declared_renderers_are_the_modules_own():
         assert set(declared.renders) == defined, name
         assert "check" in declared.renders, name
     assert [n for n in format_names() if FORMATS.get(n).needs_tables] == ["html"]
+
+
+_FRAME = "regressed/fp8_linear_new_ones.py(17)"   # the regressed trace's frame of the new_ones call
+
+
+def _regressed_trace(folder, source: str):
+    import gzip
+
+    data = json.loads(gzip.decompress((FIXTURES / "traces" / "gpu" / "placeholder_new_ones.pt.trace.json.gz")
+                                      .read_bytes()))
+    for e in data["traceEvents"]:
+        if e.get("cat") == "python_function" and e["name"].startswith(_FRAME):
+            e["name"] = f"{source}(17)" + e["name"][len(_FRAME):]
+    path = folder / "t.pt.trace.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("comment, found", [("", True), ("  # kernlint: ignore[KL001] reviewed", False)])
+def test_the_pipeline_maps_sources_and_applies_inline_ignores_for_any_caller(tmp_path, comment, found):
+    """Issue 39: suppressions and source mapping are the pipeline's (SourceHandling), not the CLI's: a caller
+    that passes one gets the recorded path mapped into its root ([path-map]) and the comment read there."""
+    from kernlint.pipeline import CheckRequest, SourceHandling, run_check
+
+    source = tmp_path / "repo" / "src" / "layers" / "fp8_linear_new_ones.py"
+    source.parent.mkdir(parents=True)
+    source.write_text("\n" * 16 + f"def _placeholder_scale(x):{comment}\n")
+    trace = _regressed_trace(tmp_path, "/build/site/regressed/fp8_linear_new_ones.py")
+    kl001 = [r for r in RULES if r.id == "KL001"]
+    handling = SourceHandling(root=tmp_path / "repo", path_map=[("/build/site/regressed/", "src/layers/")])
+    result = run_check(CheckRequest(rules=kl001, paths=[trace], sources=handling))
+    assert [f.source for f in result.findings] == (["src/layers/fp8_linear_new_ones.py:17"] if found else [])
+    assert [s.how for s in result.suppressed] == ([] if found else ["inline"])
+    # Without one, the sources stay as recorded and no comment is read.
+    bare = run_check(CheckRequest(rules=kl001, paths=[trace]))
+    assert [f.source for f in bare.findings] == ["/build/site/regressed/fp8_linear_new_ones.py:17"]

@@ -3,7 +3,7 @@ unique match under an explicit `--source-root`; a working directory that is no c
 is not searched, so a harness's `moca/library/profiling/profile.py` is not kernlint's `baseline/profile.py`."""
 from __future__ import annotations
 
-from kernlint.report.sources import source_map
+from kernlint.rules.sources import source_map
 
 RECORDED = "/opt/moca/library/profiling/profile.py:34"
 

@@ -25,7 +25,7 @@ code. Times, trace paths and ranks are not in it.
 
 Why the file name only: a recorded path is relative to the `sys.path` entry its module was imported from
 (`regressed/x.py`) or absolute on the recording machine (`/workspace/vllm/vllm/...`), and the report maps
-it to the checkout (kernlint.report.sources) only after suppressions were applied; the file name is the one
+it to the checkout (kernlint.rules.sources) only after suppressions were applied; the file name is the one
 part that every one of those forms shares, so the suppressions file, SARIF and JSON carry the same key
 whatever the machine, the folder or the checkout. The scope, the event and the line tell files of one name
 apart.

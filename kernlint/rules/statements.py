@@ -14,7 +14,7 @@ file was found.
 
 Files are read only under the root (symlinks resolved: a trace may name any path), only regular files under
 MAX_SOURCE_BYTES, and each once (parsed trees are cached); the CLI reads only the files its source map
-(kernlint.report.sources) resolved into the checkout.
+(kernlint.rules.sources) resolved into the checkout.
 """
 from __future__ import annotations
 
