@@ -473,6 +473,10 @@ class ProfiledBlock:
         if self.baseline is not None or self.keep_profile:
             from kernlint.baseline import profile_program
 
+            if self.keep_profile:   # recorded as `baseline record` would: never from a damaged trace
+                from kernlint.pipeline import refuse_damaged_tables
+
+                refuse_damaged_tables([table])
             programs = {self.program: profile_program([table])}
             if self.keep_profile:
                 self.profile = programs[self.program]

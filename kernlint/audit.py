@@ -19,7 +19,7 @@ from kernlint.capture.distributed import RankLaunch, launch, start_ranks
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.device import Device
 from kernlint.fileio import termination_raised
-from kernlint.pipeline import CheckRequest, run_check
+from kernlint.pipeline import CheckRequest, refuse_damaged_tables, run_check
 from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE, TraceReport, merge_reports
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import load_trace
@@ -177,7 +177,9 @@ def record_workloads(workloads: Iterable[Workload], device: str, *, steps: int, 
                 on_step("capture", workload)
             if processes <= 1:
                 traces, _ = capture_workload(workload, device, folder, steps=steps, process=process)
-                programs.update(workload_programs(workload, [load_trace(t) for t in traces]))
+                tables = [load_trace(t) for t in traces]
+                refuse_damaged_tables(tables)   # the policy of `baseline record`: never a damaged reference
+                programs.update(workload_programs(workload, tables))
                 kept += traces if out_dir else []
                 continue
             target = (targets or {}).get(workload.name, workload.process_target)
@@ -185,6 +187,7 @@ def record_workloads(workloads: Iterable[Workload], device: str, *, steps: int, 
             runs = [launch(target, nproc, device, folder, workload.name, steps=steps, timeout_s=process.timeout_s,
                            fixtures=process.fixtures) for _ in range(processes)]
             tables = [[load_trace(t) for t in run] for run in runs]
+            refuse_damaged_tables([t for run in tables for t in run])
             if nproc == 1:
                 programs[workload.name] = profile_program([run[0] for run in tables])
             else:

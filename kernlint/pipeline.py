@@ -246,11 +246,25 @@ def record_programs(paths: Sequence[Path], *, max_trace_bytes: int | None = None
     pairing = pair_captures(found.files, limit, list(captures))
     checked = check_paths(pairing.checked, [], max_bytes=limit, jobs=jobs, backend=backend, scheduler=scheduler,
                           baseline_parts=True, captures=pairing.captures, outside_captures=pairing.outside_captures)
-    damaged = [c.summary for c in checked if c.summary.damage]
-    if damaged:   # launches lost or read twice would become the reference every later check is held to
-        first = damaged[0]
-        raise ConfigError(first.path, f"damaged ({first.damage[0]}"
-                                      + (f"; {len(first.damage) - 1} more kind(s)" if len(first.damage) > 1 else "")
-                                      + "): a baseline recorded from it would be wrong; no baseline written")
+    for c in checked:
+        refuse_damaged_recording(c.summary.path, c.summary.damage)
     programs = profiles_from_runs(program_parts(checked, found.roots))
     return programs, (checked[0].summary.environment if checked else {})
+
+
+def refuse_damaged_recording(path: Any, damage: Sequence[str]) -> None:
+    """The one damage policy of every baseline recording (`baseline record`, the audit's `--record-baseline`,
+    a profiled block's `keep_profile`): a trace with damage (kernlint.trace.damage: launches lost or read
+    twice) is refused, since it would become the reference every later check is held to."""
+    if damage:
+        more = f"; {len(damage) - 1} more kind(s)" if len(damage) > 1 else ""
+        raise ConfigError(path, f"damaged ({damage[0]}{more}): a baseline recorded from it would be wrong; no "
+                                "baseline written")
+
+
+def refuse_damaged_tables(tables: Sequence[Any]) -> None:
+    """refuse_damaged_recording for loaded traces."""
+    from kernlint.trace.damage import trace_damage
+
+    for table in tables:
+        refuse_damaged_recording(table.meta.path, trace_damage(table).summary())

@@ -116,3 +116,33 @@ def test_the_pipeline_maps_sources_and_applies_inline_ignores_for_any_caller(tmp
     # Without one, the sources stay as recorded and no comment is read.
     bare = run_check(CheckRequest(rules=kl001, paths=[trace]))
     assert [f.source for f in bare.findings] == ["/build/site/regressed/fp8_linear_new_ones.py:17"]
+
+
+def _damaged_trace(folder):
+    """The regressed trace whose fill kernel lost its launch (the corpus's dangling-correlation input)."""
+    from corpus_inputs import dangling_correlation
+
+    return dangling_correlation(folder)[1]
+
+
+def test_every_baseline_recording_refuses_a_damaged_trace(tmp_path, monkeypatch):
+    """Issue 39: `baseline record` refused damaged traces while the audit's recording and a profiled block's
+    keep_profile recorded them silently; one policy now (pipeline.refuse_damaged_recording)."""
+    from kernlint import audit
+    from kernlint.api import ProfiledBlock
+    from kernlint.errors import ConfigError
+    from kernlint.pipeline import record_programs
+    from kernlint.trace.load import load_trace
+    from kernlint.workloads import BUILTIN_WORKLOADS
+
+    damaged = _damaged_trace(tmp_path)
+    expected = r"damaged \(1 device event with no launch.*no baseline written"
+    with pytest.raises(ConfigError, match=expected):
+        record_programs([damaged])
+    monkeypatch.setattr(audit, "capture_workload", lambda *a, **k: ([damaged], 1))
+    with pytest.raises(ConfigError, match=expected):
+        audit.record_workloads([BUILTIN_WORKLOADS["fp8-block-linear"]], "cpu", steps=1)
+    with pytest.raises(ConfigError, match=expected):
+        ProfiledBlock(keep_profile=True)._checked(load_trace(damaged))
+    # A check of it is no recording: incomplete or failed, never refused.
+    assert ProfiledBlock()._checked(load_trace(damaged)).exit_code in (1, 4)
