@@ -24,7 +24,7 @@ from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE, TraceReport,
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import load_trace
 from kernlint.trace.table import EventTable
-from kernlint.workloads import ANY_VERDICT, BUILTIN_WORKLOADS, Workload, regressed_workloads
+from kernlint.workloads import ANY_VERDICT, WORKLOADS, Workload, regressed_workloads
 
 # Rank processes of distributed workloads running at once, beside this process (each imports torch and,
 # on GPUs, holds a CUDA context and a copy of the weights): at least one workload's ranks, more where
@@ -74,7 +74,9 @@ class AuditRun:
 
 
 def _candidates(include_regressed: bool, fixtures: Path | None) -> list[Workload]:
-    chosen = list(BUILTIN_WORKLOADS.values())
+    """The registered workloads the audit runs (built-ins first, then other packages'), and with
+    `include_regressed` the regressed variants of a checkout."""
+    chosen = [w for _, w in WORKLOADS.items() if w.audited]
     if include_regressed:
         chosen += list(regressed_workloads(fixtures).values())
     return chosen

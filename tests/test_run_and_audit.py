@@ -296,3 +296,19 @@ def test_an_any_verdict_expectation_asserts_nothing_but_that_the_rule_ran(status
     outcomes = [] if status is None else [RuleOutcome("KL401", "sync", "error", status)]
     report = TraceReport("t.json", 1, True, True, 0, outcomes)
     assert [p.split(" (")[0] for p in compare_with_expectation(workload, report, ranks)] == problems
+
+
+def test_the_audit_walks_the_workloads_registry(monkeypatch):
+    """Issue 39: the audit ran BUILTIN_WORKLOADS only: a workload another package registers (entry point group
+    `kernlint.workloads`) could be `run`, never audited. Now every registered workload with `audited` set."""
+    from kernlint.audit import audit_workloads
+    from kernlint.workloads import BUILTIN_WORKLOADS, WORKLOADS, Workload
+
+    names = [w.name for w in audit_workloads("cpu")]
+    assert names == [w.name for w in BUILTIN_WORKLOADS.values() if "cpu" in w.devices]
+    items = dict(WORKLOADS.items())   # loaded: built-ins first
+    step = lambda device: (lambda: None)   # noqa: E731
+    items["their-layer"] = Workload(name="their-layer", summary="a plugin's", build=step, expect={"KL001": "passed"})
+    items["their-helper"] = Workload(name="their-helper", summary="run only", build=step, audited=False)
+    monkeypatch.setattr(WORKLOADS, "_items", items)
+    assert [w.name for w in audit_workloads("cpu")] == [*names, "their-layer"]

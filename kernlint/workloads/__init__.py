@@ -9,6 +9,7 @@ from __future__ import annotations
 from kernlint.workloads.base import (
                                      ANY_VERDICT,
                                      CHECKOUT_FIXTURES,
+                                     WORKLOADS,
                                      Step,
                                      Workload,
                                      known_workloads,
@@ -20,6 +21,6 @@ from kernlint.workloads.fp8 import BUILTIN_WORKLOADS, DEEPSEEK_V3_LINEAR_SHAPES,
 from kernlint.workloads.graphs import decoder_compiled_workload, decoder_graph_workload
 from kernlint.workloads.tp import tp_mlp_workload
 
-__all__ = ["ANY_VERDICT", "BUILTIN_WORKLOADS", "CHECKOUT_FIXTURES", "DEEPSEEK_V3_LINEAR_SHAPES", "Step", "Workload",
-           "decoder_compiled_workload", "decoder_graph_workload", "dummy_init_workload", "known_workloads",
+__all__ = ["ANY_VERDICT", "BUILTIN_WORKLOADS", "CHECKOUT_FIXTURES", "DEEPSEEK_V3_LINEAR_SHAPES", "Step", "WORKLOADS",
+           "Workload", "decoder_compiled_workload", "decoder_graph_workload", "dummy_init_workload", "known_workloads",
            "linear_workload", "regressed_workloads", "resolve_device", "resolve_target", "tp_mlp_workload"]

@@ -43,6 +43,9 @@ class Workload:
     # How a fresh process finds it (the audit profiles each workload in a process of its own): module:callable
     # or path/file.py:callable. None: by its registered name.
     target: str | None = None
+    # `kernlint audit` runs every registered workload with this set (another package's too): False keeps one
+    # out (a workload only for `kernlint run`).
+    audited: bool = True
 
     @property
     def process_target(self) -> str:
