@@ -250,35 +250,34 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                                           steps=steps, timeout_s=process.timeout_s, fixtures=process.fixtures),
                               nproc, time.perf_counter())
 
-        def stop_running() -> None:   # an error or an interrupt: no rank is left running
-            for launch_, _, _ in running.values():
-                launch_.stop()
-
         # SIGTERM / SIGHUP anywhere in here, not only while a child is waited for, stop the ranks started too
-        with termination_raised(), contextlib.ExitStack() as stopping:
-            stopping.callback(stop_running)
-            if overlap:
-                start_queued()
-            for i, workload in enumerate(workloads):
-                if workload.distributed:
-                    continue
-                t0 = time.perf_counter()
-                if on_step:
-                    on_step("capture", workload)
-                traces, ranks = capture_workload(workload, device, folder, steps=steps, process=process)
-                verdicts[i], tables_of[i] = _checked(workload, device, traces, ranks, rules, on_step, keep_tables)
-                verdicts[i].seconds = time.perf_counter() - t0
+        with termination_raised():
+            try:
                 if overlap:
                     start_queued()
-            start_queued()
-            while running:
-                i = min(running)
-                launch_, nproc, t0 = running.pop(i)
-                traces = launch_.wait()
+                for i, workload in enumerate(workloads):
+                    if workload.distributed:
+                        continue
+                    t0 = time.perf_counter()
+                    if on_step:
+                        on_step("capture", workload)
+                    traces, ranks = capture_workload(workload, device, folder, steps=steps, process=process)
+                    verdicts[i], tables_of[i] = _checked(workload, device, traces, ranks, rules, on_step, keep_tables)
+                    verdicts[i].seconds = time.perf_counter() - t0
+                    if overlap:
+                        start_queued()
                 start_queued()
-                verdicts[i], tables_of[i] = _checked(workloads[i], device, traces, nproc, rules, on_step,
-                                                     keep_tables)
-                verdicts[i].seconds = time.perf_counter() - t0   # from the ranks' start, overlapping others
+                while running:
+                    i = min(running)
+                    launch_, nproc, t0 = running.pop(i)
+                    traces = launch_.wait()
+                    start_queued()
+                    verdicts[i], tables_of[i] = _checked(workloads[i], device, traces, nproc, rules, on_step,
+                                                         keep_tables)
+                    verdicts[i].seconds = time.perf_counter() - t0   # from the ranks' start, overlapping others
+            finally:
+                for launch_, _, _ in running.values():  # an error or an interrupt: no rank is left running
+                    launch_.stop()
     ordered = [verdicts[i] for i in range(len(workloads))]
     all_tables: list[EventTable] = []
     if baseline is not None:

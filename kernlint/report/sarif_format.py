@@ -30,6 +30,7 @@ from kernlint.report.safe import cost_text, finite_number, json_safe, present, p
 from kernlint.rules.causes import causes_of, describe_instances, instance_step
 from kernlint.rules.docs import RULE_PAGES, reference_line
 from kernlint.rules.result import CheckResult, clean_finding, timing_warnings
+from kernlint.rules.sources import file_and_line
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -73,17 +74,6 @@ def _uri(path: str) -> str:
 def _quoted(path: str) -> str:
     # A file name that is not UTF-8 (its bytes kept by the file system encoding) is percent-encoded as bytes.
     return quote(path, safe=_PATH_SAFE, errors="surrogateescape")
-
-
-def _source_location(source: str | None) -> tuple[str, int] | None:
-    """(file, line) from a finding's `path/file.py:123`; the last colon splits, so paths with colons survive.
-    None when the trace had no stacks or the source is not a file and a line."""
-    if not source:
-        return None
-    file, _, line = source.rpartition(":")
-    if not file or not line.isdigit() or int(line) < 1:
-        return None
-    return file, int(line)
 
 
 def _fence(code: str) -> str:
@@ -176,7 +166,7 @@ def _artifact(path: str) -> dict:
 
 
 def _location(f) -> dict:
-    at = _source_location(f.source)
+    at = file_and_line(f.source)
     if at is not None:
         physical = {"artifactLocation": _artifact_location(at[0]), "region": {"startLine": at[1]}}
     else:

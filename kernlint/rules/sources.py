@@ -24,6 +24,17 @@ from pathlib import Path, PurePosixPath
 _MAX_FILES = 200_000   # a root with more files is not walked further (tracked files are listed by git)
 
 
+def file_and_line(source: str | None) -> tuple[str, int] | None:
+    """(file, line) of a finding's `path/file.py:123`; the last colon splits, so paths with colons survive.
+    None when the trace had no stacks or the source is not a file and a line."""
+    if not source:
+        return None
+    file, _, line = source.rpartition(":")
+    if not file or not line.isdigit() or int(line) < 1:
+        return None
+    return file, int(line)
+
+
 def _repo_files(root: Path) -> tuple[list[str], bool]:
     """The root's files, relative and /-separated: git's tracked files (and True), else a bounded walk."""
     try:
@@ -95,13 +106,11 @@ class SourceMap:
 
     def source(self, source: str | None) -> str | None:
         """`file.py:LINE` with the file mapped (kept as recorded where it does not resolve)."""
-        if not source or ":" not in source:
+        located = file_and_line(source)
+        if located is None:
             return source
-        file, _, line = source.rpartition(":")
-        if not line.isdigit():
-            return source
-        mapped = self.path(file)
-        return f"{mapped}:{line}" if mapped else source
+        mapped = self.path(located[0])
+        return f"{mapped}:{located[1]}" if mapped else source
 
 
 def source_map(root: Path | None = None, path_map: Mapping[str, str] | Iterable[tuple[str, str]] = ()

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from kernlint.fileio import read_regular
+from kernlint.rules.sources import file_and_line
 from kernlint.trace.names import python_call_names
 
 MAX_SOURCE_BYTES = 2 * 1024 * 1024
@@ -137,33 +138,33 @@ class SourceStatements:
 
     def line_of(self, source: str | None, ops: Iterable[str | None], function: str | None = None) -> int | None:
         """The statement line for a finding at `source` (`file.py:DEF_LINE`) launched by `ops`, or None."""
-        if not source or ":" not in source:
+        located = file_and_line(source)
+        if located is None or function == "<module>":
             return None
-        file, _, line = source.rpartition(":")
-        if not line.isdigit() or function == "<module>":
-            return None
+        file, line = located
         ops = tuple(ops)
-        key = (file, int(line), ops, function)
+        key = (file, line, ops, function)
         if key not in self._lines:
             tree = self.tree(file)
-            self._lines[key] = None if tree is None else statement_line(tree, int(line), ops, function)
+            self._lines[key] = None if tree is None else statement_line(tree, line, ops, function)
         return self._lines[key]
 
     def refined(self, finding):
         """The finding with its source at the statement line where one statement is found, and
         `details["source_line"]` saying which line it names."""
         source = finding.source
-        if not source or ":" not in source or not source.rpartition(":")[2].isdigit():
+        located = file_and_line(source)
+        if located is None:
             return finding
         if isinstance(finding.details, dict) and "source_line" in finding.details:
             return finding   # refined already
-        file, _, def_line = source.rpartition(":")
+        file, def_line = located
         line = self.line_of(source, (finding.top_op, finding.launch_op), finding.function)
         details = dict(finding.details) if isinstance(finding.details, dict) else {}
-        if line is None or line == int(def_line):
+        if line is None or line == def_line:
             details["source_line"] = SOURCE_LINE_FUNCTION
             return dataclasses.replace(finding, details=details)
-        details.update(source_line=SOURCE_LINE_STATEMENT, def_line=int(def_line))
+        details.update(source_line=SOURCE_LINE_STATEMENT, def_line=def_line)
         return dataclasses.replace(finding, source=f"{file}:{line}", details=details)
 
 

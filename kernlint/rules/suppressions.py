@@ -37,6 +37,7 @@ from kernlint.fileio import read_user_file
 from kernlint.rules.fingerprint import FINGERPRINT_SCHEME, fingerprint_of
 from kernlint.rules.result import STATUS_FAILED, STATUS_PASSED, Finding, RuleOutcome, TraceReport
 from kernlint.rules.severity import SEVERITY_ORDER
+from kernlint.rules.sources import file_and_line
 from kernlint.rules.statements import SourceStatements, read_source_file
 
 SUPPRESSIONS_FILE = "kernlint-suppressions.json"
@@ -183,7 +184,10 @@ class _InlineComments:
         found = self.at(finding.source)
         if found is not None or not finding.source:
             return found
-        file, _, def_line = finding.source.rpartition(":")
+        located = file_and_line(finding.source)
+        if located is None:
+            return None
+        file, def_line = located
         mapped = file if self._resolve is None else self._resolve(file)
         if mapped is None:
             return None
@@ -193,13 +197,11 @@ class _InlineComments:
 
     def at(self, source: str | None) -> tuple[set[str] | None, str] | None:
         """(the ids the comment names, None for every rule; its reason) on the line `source` (file:line)."""
-        if not source or ":" not in source:
+        located = file_and_line(source)
+        if located is None:
             return None
-        file, _, line = source.rpartition(":")
-        if not line.isdigit():
-            return None
+        file, n = located
         lines = self._read(file)
-        n = int(line)
         if lines is None or not 1 <= n <= len(lines):
             return None
         m = _INLINE.search(lines[n - 1])
