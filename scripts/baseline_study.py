@@ -30,9 +30,8 @@ def _slowed(table, factor: float, kernel: str | None = None):
     """A copy of the table whose kernels (or only `kernel`) ran `factor` times as long."""
     import copy
 
-    out = copy.copy(table)
+    out = copy.copy(table)   # the same meta and derived facts (graph attribution), caches of its own
     out.frame = table.frame.copy()
-    out.derived = {}
     f = out.frame
     rows = (f["kind"] == "kernel") if kernel is None else ((f["kind"] == "kernel") & (f["short_name"] == kernel))
     f.loc[rows, "dur"] = f.loc[rows, "dur"] * factor

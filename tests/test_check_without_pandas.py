@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from fresh_interpreter import CHECKOUT_ENV, TINY_TRACE
+from kernlint.trace.kinds import KINDS
 from kernlint.trace.load import load_trace
 from kernlint.trace.scopes import add_scope_column
-from kernlint.trace.table import KINDS
 
 REPO = Path(__file__).resolve().parents[1]
 # Runs the commands one after the other in one interpreter, then names the heavy modules it imported.

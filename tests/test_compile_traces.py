@@ -24,7 +24,6 @@ from conftest import FIXTURES
 from kernlint.trace.damage import trace_damage
 from kernlint.trace.load import load_trace
 from kernlint.trace.scopes import ScopeIndex
-from kernlint.trace.table import frame_tree
 
 CPU = FIXTURES / "traces" / "cpu-compile"
 GPU = FIXTURES / "traces" / "gpu-compile"
@@ -57,9 +56,9 @@ def test_calls_left_open_are_left_out_of_the_frame_tree():
     """The 12 custom-op calls Python 3.12 leaves open to the recording's close are no damage: they hold
     nothing, and every event nests as it does in the recording whose hooks saw their returns."""
     recorded, opened = load_trace(RECORDED), load_trace(CALLS_OPEN)
-    assert trace_damage(recorded).summary() == [] and frame_tree(recorded).notes() == []
+    assert trace_damage(recorded).summary() == [] and recorded.derived.frame_tree.notes() == []
     assert trace_damage(opened).summary() == []
-    tree = frame_tree(opened)
+    tree = opened.derived.frame_tree
     assert len(tree.unnested) == 12 and len(tree.across_threads) == 0
     name = opened.columns["name"]
     assert all(str(name[r]).startswith("<built-in method") and "pybind11" in str(name[r]) for r in tree.unnested)
@@ -85,7 +84,7 @@ def test_calls_left_open_are_no_scope_instance():
     recorded_table, opened_table = load_trace(RECORDED), load_trace(CALLS_OPEN)
     recorded = ScopeIndex.of(recorded_table).named_scopes(frames=pattern)
     opened = ScopeIndex.of(opened_table).named_scopes(frames=pattern)
-    assert recorded and not {s.row for s in opened} & set(frame_tree(opened_table).unnested.tolist())
+    assert recorded and not {s.row for s in opened} & set(opened_table.derived.frame_tree.unnested.tolist())
     assert len(opened) < len(recorded)
 
 
@@ -103,7 +102,7 @@ def test_compiled_fp8_decoder_on_the_h200_is_decided():
     calls left open. Before: every verdict incomplete, exit 4."""
     table = load_trace(FP8_DECODER)
     assert trace_damage(table).summary() == []
-    assert len(frame_tree(table).unnested) == 36
+    assert len(table.derived.frame_tree.unnested) == 36
     result = kernlint.check(str(FP8_DECODER))
     assert result.exit_code == 0
     assert result.rule_status("KL001") == "passed"
@@ -115,7 +114,7 @@ def test_checkpoint_recomputes_on_the_autograd_thread_nest_there():
     autograd engine's thread name the first step's run_backward frame, step after step."""
     table = load_trace(CHECKPOINT)
     assert trace_damage(table).summary() == []
-    tree = frame_tree(table)
+    tree = table.derived.frame_tree
     assert len(tree.across_threads) == 40 and len(tree.unnested) == 0
     f = table.columns
     assert {str(f["name"][r]) for r in tree.across_threads} == {"torch/utils/checkpoint.py(1154): unpack_hook"}

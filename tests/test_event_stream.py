@@ -21,7 +21,6 @@ from kernlint.trace import columns as C
 from kernlint.trace import event_stream as S
 from kernlint.trace import load
 from kernlint.trace.native_chunk import native_module
-from kernlint.trace.table import OP_ARGS_KEY
 from test_native_chunk import FUZZ_EXAMPLES, TRACES, json_event
 
 pytestmark = pytest.mark.skipif(native_module() is None, reason="kernlint.trace._kineto_chunk is not built")
@@ -59,7 +58,8 @@ def assert_same_table(a, b) -> None:
         else:
             assert np.array_equal(x, y), name
     assert a.meta == b.meta
-    oa, ob = a.derived.get(OP_ARGS_KEY), b.derived.get(OP_ARGS_KEY)
+    assert a.derived.frame_tree.notes() == b.derived.frame_tree.notes()
+    oa, ob = a.derived.op_args, b.derived.op_args
     assert (oa is None) == (ob is None)
     if oa is not None:
         assert oa.blob == ob.blob and np.array_equal(oa.rows, ob.rows) and np.array_equal(oa.offsets, ob.offsets)

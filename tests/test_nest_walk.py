@@ -1,5 +1,5 @@
 """The nesting walk in C (kernlint.trace._kineto_chunk.nest_walk) against its definition, the Python walk of
-kernlint.trace.table: the same innermost event of each kind and the same outermost op, for random intervals
+kernlint.trace.nesting: the same innermost event of each kind and the same outermost op, for random intervals
 (nested or not, NaN, zero and negative durations, shared starts and ends) and for whole tables of recorded
 traces, the one here whose Python frames do not nest included. Skipped where the extension is not built.
 """
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernlint.trace import load
-from kernlint.trace import table as T
+from kernlint.trace import nesting as T
 from kernlint.trace.native_chunk import native_module, nest_walk_native
 from test_event_stream import assert_same_table
 from test_native_chunk import FUZZ_EXAMPLES, TRACES

@@ -25,7 +25,7 @@ from conftest import FIXTURES
 from kernlint.errors import TraceError
 from kernlint.rules.engine import check_traces
 from kernlint.rules.loader import load_rules
-from kernlint.trace import table as table_module
+from kernlint.trace import nesting
 from kernlint.trace.load import discover_traces, load_trace
 
 EXAMPLES = int(os.environ.get("KERNLINT_FUZZ_EXAMPLES", "60"))
@@ -33,7 +33,7 @@ PROFILE = settings(max_examples=EXAMPLES, deadline=None, derandomize=os.environ.
                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 RULES = load_rules()
 KL001 = [r for r in RULES if r.id == "KL001"]
-_NEST = table_module._nest_host_events
+_NEST = nesting.nest_host_events
 REGRESSED = json.loads(gzip.decompress((FIXTURES / "traces" / "gpu" / "placeholder_new_ones.pt.trace.json.gz")
                                        .read_bytes()))
 
@@ -231,10 +231,10 @@ def test_nesting_by_counting_matches_the_stack_walk(tmp_path_factory, events):
     frames = []
     try:
         for vectorized in (True, False):
-            table_module._nest_host_events = functools.partial(_NEST, vectorized=vectorized)
+            nesting.nest_host_events = functools.partial(_NEST, vectorized=vectorized)
             frames.append(load_trace(path).frame)
     finally:
-        table_module._nest_host_events = _NEST
+        nesting.nest_host_events = _NEST
     columns = ["op", "parent_op", "top_op", "annotation", "module", "frame", "user_frame", "library_frame"]
     assert frames[0][columns].equals(frames[1][columns])
 

@@ -1,5 +1,5 @@
 """A worker frees each table before it loads the next (kernlint.parallel.work.check_path): a table and its
-derived indexes form a cycle, which check_path breaks so that the table goes with its last reference; the
+cached indexes form a cycle, which check_path breaks so that the table goes with its last reference; the
 collector, which runs by object count and not by bytes, is not waited for (and is run at once only after large
 tables, as a safety net: a full collection in a large process costs as much as checking a small trace)."""
 from __future__ import annotations

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kernlint.trace.table import EventTable
+from kernlint.trace.table import EventTable, TableMemo
 
 # NVML clock event reasons (nvml.h `nvmlClocksEventReason*`) that mean the GPU ran below the clocks it was
 # asked for: timing taken then is not comparable.
@@ -39,14 +39,12 @@ def sidecar_metadata(trace_path: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-_RUN_METADATA_KEY = "run-metadata"
+_RUN_METADATA: TableMemo[dict[str, Any] | None] = TableMemo("run metadata")
 
 
 def run_metadata_of(table: EventTable) -> dict[str, Any] | None:
     """A trace's run metadata: embedded in it, else the `.run.json` beside it (read once per table)."""
-    if _RUN_METADATA_KEY not in table.derived:
-        table.derived[_RUN_METADATA_KEY] = table.meta.run_metadata or sidecar_metadata(table.path)
-    return table.derived[_RUN_METADATA_KEY]
+    return table.caches.memo(_RUN_METADATA, lambda: table.meta.run_metadata or sidecar_metadata(table.path))
 
 
 def environment_of(metadata: dict[str, Any] | None, table: EventTable | None = None) -> dict[str, Any]:
@@ -57,10 +55,8 @@ def environment_of(metadata: dict[str, Any] | None, table: EventTable | None = N
     gpu = meta.get("gpu") if isinstance(meta.get("gpu"), dict) else None
     if gpu and gpu.get("name"):
         env["gpu"] = str(gpu["name"])
-    elif table is not None and table.meta.device_properties:
-        name = table.meta.device_properties[0].get("name")
-        if isinstance(name, str):
-            env["gpu"] = name
+    elif table is not None and table.meta.devices and table.meta.devices[0].name:
+        env["gpu"] = table.meta.devices[0].name
     for key in ("torch", "cuda_runtime", "triton", "host"):
         if isinstance(meta.get(key), str):
             env[key] = str(meta[key])   # torch.__version__ is a str subclass msgspec does not encode

@@ -19,13 +19,15 @@ from kernlint.baseline.environment import run_metadata_of
 from kernlint.baseline.identity import content_name, metadata_name, path_name, program_identity
 from kernlint.baseline.model import Launch, ProgramProfile, ScopeProfile, Variant
 from kernlint.baseline.stats import timer_quantum
+from kernlint.trace.kinds import DEVICE_KINDS
 from kernlint.trace.names import named_pattern
 from kernlint.trace.rows import outermost
 from kernlint.trace.scopes import ScopeIndex
-from kernlint.trace.table import DEVICE_KINDS, EventTable
+from kernlint.trace.table import EventTable, TableMemo
 
 NO_SCOPE = "(no scope)"
 _STEP = re.compile(named_pattern("profiler-step-range"))
+_STEP_ROWS: TableMemo[list[int]] = TableMemo("profiler-step rows")   # _step_rows
 # A Python frame unit is `file.py(LINE): function`: the line moves with every edit above it, the scope does not.
 _FRAME_LINE = re.compile(r"\(\d+\)(?=: )")
 
@@ -94,14 +96,11 @@ def _elements(table: EventTable, index: ScopeIndex) -> tuple[list[_Element], int
 
 
 def _step_rows(index: ScopeIndex) -> list[int]:
-    """The profiler-step ranges of the trace, in time order (kept with the table's derived indexes)."""
-    derived = index.table.derived
-    if "profiler-steps" not in derived:
-        names = index.name
-        derived["profiler-steps"] = sorted(
-            (r for r in np.flatnonzero(index.kind == "annotation").tolist() if _STEP.match(str(names[r]))),
-            key=lambda r: index.ts[r])
-    return derived["profiler-steps"]
+    """The profiler-step ranges of the trace, in time order (kept with the table's caches)."""
+    names = index.name
+    return index.table.caches.memo(_STEP_ROWS, lambda: sorted(
+        (r for r in index.rows_of(("annotation",)).tolist() if _STEP.match(str(names[r]))),
+        key=lambda r: index.ts[r]))
 
 
 # A run: its elements and its host interval [start, stop) (where its allocations are counted).

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from kernlint.trace import names
+from kernlint.trace.kinds import DEVICE_KINDS
 from kernlint.trace.rows import drop_nested, rows_matching
-from kernlint.trace.table import DEVICE_KINDS
 
 
 def find_anchors(rule, table, index) -> tuple[str | None, np.ndarray]:

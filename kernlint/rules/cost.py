@@ -24,10 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from kernlint.rules.result import Cost
+from kernlint.trace.kinds import DEVICE_KINDS
 from kernlint.trace.names import SYNCING_DEVICE_EVENTS
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.scopes import WINDOW, Scope, ScopeIndex
-from kernlint.trace.table import DEVICE_KINDS
 from kernlint.trace.time_breakdown import event_category
 
 SYNC, UPLOAD, DEVICE_TIME, PER_RUN = "host blocked + device idle", "copy + host blocked", "device time", "per run"

@@ -33,9 +33,10 @@ from kernlint.rules.schema import Rule
 from kernlint.rules.summary import CheckedTrace, TraceSummary
 from kernlint.trace.damage import trace_damage
 from kernlint.trace.graphs import graph_replays
+from kernlint.trace.kinds import DEVICE_KINDS
 from kernlint.trace.runs import group_runs, run_identity
 from kernlint.trace.scopes import ScopeIndex
-from kernlint.trace.table import DEVICE_KINDS, EventTable, frame_tree
+from kernlint.trace.table import EventTable
 from kernlint.trace.time_breakdown import time_breakdown
 from kernlint.trace.window import window_edges
 
@@ -122,7 +123,7 @@ def check_trace(table: EventTable, rules: Iterable[Rule], *, cross_rank_reason: 
     # Replays with a low share attributed are judged by kernel order only: a warning, never a silent pass.
     notes, warnings = graphs.report_lines()
     # Python frames re-parented by compiled regions, custom ops and checkpoint recomputes: not damage, said.
-    notes = frame_tree(table).notes() + notes
+    notes = table.derived.frame_tree.notes() + notes
     report = TraceReport(trace=table.path, events=len(table), has_device_events=table.has_device_events,
                          has_stacks=table.has_stacks, rank=table.meta.rank, outcomes=outcomes,
                          outside_window=window_edges(table).counts(), damage=trace_damage(table).summary(),

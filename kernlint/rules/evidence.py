@@ -10,13 +10,14 @@ import numpy as np
 
 from kernlint.rules.checks.base import named_scopes
 from kernlint.rules.result import not_applicable
+from kernlint.trace.arrays import sorted_order
 from kernlint.trace.dtypes import dtype_from_code, dtype_from_input_type
 from kernlint.trace.names import named_pattern
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.rows import rows_matching
 from kernlint.trace.schema import raw_list
 from kernlint.trace.scopes import Scope
-from kernlint.trace.table import OP_ARGS_KEY, sorted_order
+from kernlint.trace.table import TableMemo
 
 
 @dataclass(frozen=True)
@@ -94,16 +95,16 @@ class OpArgsMap(Mapping):
                 return True
         return False
 
+# Decoded op arguments and the uses of tensors by thread, kept with the table (TableCaches.memo).
+_OP_ARGS: TableMemo[OpArgsMap | None] = TableMemo("decoded op arguments")
+_USES_BY_THREAD: TableMemo[dict[str, np.ndarray]] = TableMemo("tensor uses by thread")
+
+
 def op_args(table) -> OpArgsMap | None:
     """Input shapes, types, concrete values and strides of every op row that recorded them (kept raw by the
     loader, decoded row by row on demand); None for a table built without them."""
-    key = "kernlint.checks.op_args"
-    if key in table.derived:
-        return table.derived[key]
-    raw = table.derived.get(OP_ARGS_KEY)
-    found = None if raw is None else OpArgsMap(raw)
-    table.derived[key] = found
-    return found
+    raw = table.derived.op_args
+    return table.caches.memo(_OP_ARGS, lambda: None if raw is None else OpArgsMap(raw))
 
 def contiguous_strides(shape: tuple) -> tuple:
     out, step = [], 1
@@ -146,25 +147,26 @@ def uses_by_thread(index, args) -> dict[str, np.ndarray]:
     it that record them, so that the wrapper does not hide the op that really takes the tensor (cudagraph
     trees' `_foreach_copy_` of a replay's inputs). What an op with arguments runs inside itself works on that
     op's own buffers (the `copy_` inside `clone`): it is no use of its own."""
-    key = "kernlint.checks.uses_by_thread"
-    found = index.table.derived.get(key)
-    if found is None:
-        ops = np.flatnonzero(index.is_kind("op") & np.isfinite(index.ts))
-        has = np.zeros(len(index.ts), dtype=bool)
-        has[args.recorded_rows()] = True
-        ancestor = index.parent_op[ops]
-        inside_args = np.zeros(len(ops), dtype=bool)   # some op around it records arguments
-        while (live := ancestor >= 0).any():
-            safe = np.where(live, ancestor, 0)
-            inside_args |= live & has[safe]
-            ancestor = np.where(live, index.parent_op[safe], -1)
-        rows = ops[(index.parent_op[ops] < 0) | (has[ops] & ~inside_args)]
-        rows = rows[sorted_order(-index.end[rows], index.ts[rows])]
-        found = {}
-        threads = index.thread[rows]
-        for t in set(threads.tolist()):
-            found[t] = rows[threads == t]
-        index.table.derived[key] = found
+    return index.table.caches.memo(_USES_BY_THREAD, lambda: _uses_by_thread(index, args))
+
+
+def _uses_by_thread(index, args) -> dict[str, np.ndarray]:
+    """uses_by_thread, computed."""
+    ops = np.flatnonzero(index.is_kind("op") & np.isfinite(index.ts))
+    has = np.zeros(len(index.ts), dtype=bool)
+    has[args.recorded_rows()] = True
+    ancestor = index.parent_op[ops]
+    inside_args = np.zeros(len(ops), dtype=bool)   # some op around it records arguments
+    while (live := ancestor >= 0).any():
+        safe = np.where(live, ancestor, 0)
+        inside_args |= live & has[safe]
+        ancestor = np.where(live, index.parent_op[safe], -1)
+    rows = ops[(index.parent_op[ops] < 0) | (has[ops] & ~inside_args)]
+    rows = rows[sorted_order(-index.end[rows], index.ts[rows])]
+    found = {}
+    threads = index.thread[rows]
+    for t in set(threads.tolist()):
+        found[t] = rows[threads == t]
     return found
 
 

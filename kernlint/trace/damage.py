@@ -22,7 +22,7 @@ counts those events, by kind of damage and by side:
   - Python frames that do not lie inside the frame their `Python parent id` names, or whose parent id
     names no frame. Kineto records the frame tree twice, by ids and by time; when the two disagree, the
     frame nesting that scopes rest on may be wrong. Where torch's Python tracer itself records them apart,
-    it is not damage (kernlint.trace.table.FrameTree, a note in the report): window edges; a top-level
+    it is not damage (kernlint.trace.frames.FrameTree, a note in the report): window edges; a top-level
     frame on the autograd engine's thread naming the frame that called backward() (checkpoint recomputes,
     step after step); a frame that starts inside its parent and ends after it, a call whose return the
     tracer did not see (Python 3.12, C functions that call back into Python: custom ops under
@@ -42,7 +42,7 @@ Device work launched before the window opened is an edge of the window (kernlint
 damage; so are launches whose device work falls past its end. Kernels replayed by cudaGraphLaunch are
 linked to that call and are fine.
 
-    damage = trace_damage(table)        # computed once, kept in table.derived["damage"]
+    damage = trace_damage(table)        # computed once, kept in table.caches.damage
     damage.summary()                    # one line per non-zero kind; [] for an undamaged trace
     damage.touches_host, damage.touches_device
 """
@@ -52,20 +52,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kernlint.trace.arrays import distinct_ints
+from kernlint.trace.damage_flags import AMBIGUOUS_LINK, BAD_CORRELATION, BAD_FIELD_BITS, FRAME_OUTSIDE_PARENT, UNPLACED
 from kernlint.trace.event_columns import EventColumns
-from kernlint.trace.table import (
-    AMBIGUOUS_LINK,
-    BAD_CORRELATION,
-    BAD_FIELD_BITS,
-    DEVICE_KINDS,
-    FRAME_OUTSIDE_PARENT,
-    UNPLACED,
-    EventTable,
-    category_mask,
-    distinct_ints,
-    is_kind,
-    recorded_launcher,
-)
+from kernlint.trace.kinds import DEVICE_KINDS, category_mask, is_kind
+from kernlint.trace.table import EventTable, recorded_launcher
 from kernlint.trace.window import LAUNCH_CATEGORIES, window_edges
 
 __all__ = ["DEVICE_SIDE_KINDS", "FIELD_PROBLEMS", "TraceDamage", "trace_damage"]
@@ -208,10 +199,10 @@ class TraceDamage:
 
 
 def trace_damage(table: EventTable) -> TraceDamage:
-    """The damage of `table` (computed once, then kept in `table.derived["damage"]`)."""
-    found = table.derived.get("damage")
+    """The damage of `table` (computed once, then kept in `table.caches.damage`)."""
+    found = table.caches.damage
     if found is None:
-        found = table.derived["damage"] = _compute(table)
+        found = table.caches.damage = _compute(table)
     return found
 
 

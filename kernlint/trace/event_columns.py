@@ -5,6 +5,8 @@ kernlint's own code reads these (`EventTable.columns`); the pandas DataFrame of 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 
@@ -22,6 +24,9 @@ class EventColumns:
         # name -> (the column array, code per row, distinct values): the column is values[codes].
         self._codes: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.version = 0   # counts changes: EventTable.frame makes its DataFrame again after one
+        # (column, values) -> (whether each row's value is one of them, those rows): `mask` and `rows` compute
+        # each once per column array (a column put in its place drops its entries).
+        self._masks: dict[tuple[str, frozenset], tuple[np.ndarray, np.ndarray | None]] = {}
 
     def __len__(self) -> int:
         return self._length
@@ -41,6 +46,8 @@ class EventColumns:
         self._arrays[name] = view
         self.object_columns.discard(name)
         self._codes.pop(name, None)
+        if self._masks:
+            self._masks = {k: v for k, v in self._masks.items() if k[0] != name}
         self.version += 1
 
     @property
@@ -73,6 +80,33 @@ class EventColumns:
             codes.flags.writeable = False
             found = self._codes[name] = (column, codes, values)
         return found[1], found[2]
+
+    def mask(self, name: str, values: Iterable) -> np.ndarray:
+        """Whether each row's value of column `name` is one of `values`: through the column's codes (each
+        distinct value looked at once, no compare per row), computed once while the column stays (the checks
+        of a trace ask for the same kinds and categories again and again). Read-only."""
+        key = (name, frozenset(values))
+        found = self._masks.get(key)
+        if found is None:
+            codes, distinct = self.coded(name)
+            wanted = key[1]
+            lookup = np.zeros(len(distinct) + 1, dtype=bool)   # the last entry, never set, answers code -1
+            lookup[[i for i, v in enumerate(distinct.tolist()) if v in wanted]] = True
+            mask = lookup[codes]
+            mask.flags.writeable = False
+            found = self._masks[key] = (mask, None)
+        return found[0]
+
+    def rows(self, name: str, values: Iterable) -> np.ndarray:
+        """The rows whose value of column `name` is one of `values`, ascending (`mask`'s rows; computed once
+        while the column stays). Read-only."""
+        key = (name, frozenset(values))
+        found = self._masks.get(key)
+        if found is None or found[1] is None:
+            rows = np.flatnonzero(self.mask(name, key[1]))
+            rows.flags.writeable = False
+            found = self._masks[key] = (self._masks[key][0], rows)
+        return found[1]
 
     def take(self, rows: np.ndarray) -> EventColumns:
         """The rows `rows` (positions, in that order) as columns of their own."""

@@ -50,7 +50,8 @@ from kernlint.trace.graph_align import (
     fits,
     launch_kind,
 )
-from kernlint.trace.table import DEVICE_KINDS, EventTable, is_kind
+from kernlint.trace.kinds import DEVICE_KINDS, is_kind
+from kernlint.trace.table import EventTable
 
 # The columns a replayed kernel takes from the captured launch it was matched to.
 CONTEXT_COLUMNS = ("op", "top_op", "annotation", "module", "frame", "user_frame", "thread", "source")
@@ -173,8 +174,23 @@ class GraphReplays:
 
 
 def graph_replays(table: EventTable) -> GraphReplays:
-    """The table's replay statistics (attribute_replays made them; an empty record for other tables)."""
-    return table.derived.get("graph_replays") or GraphReplays()
+    """The table's replay statistics (attribute_replays made them, kept in `table.derived`: they travel with
+    the table; an empty record for other tables)."""
+    return table.derived.graph_replays or GraphReplays()
+
+
+def capture_spans(table: EventTable) -> dict[str, list[tuple[float, float]]]:
+    """Per host thread, the (BeginCapture start, EndCapture end) of every stream capture it records (computed
+    once per table)."""
+    found = table.caches.capture_spans
+    if found is None:
+        columns = table.columns
+        ts, end = columns["ts"], columns["end"]
+        found = {}
+        for w in capture_windows(columns):
+            found.setdefault(w.thread, []).append((float(ts[w.begin]), float(end[w.end])))
+        table.caches.capture_spans = found
+    return found
 
 
 def capture_windows(columns: EventColumns) -> list[CaptureWindow]:
@@ -346,7 +362,7 @@ def attribute_replays(table: EventTable) -> GraphReplays:
     stats.captures = len(windows)
     if not replays:
         columns["replay"] = replay
-        table.derived["graph_replays"] = stats
+        table.derived.graph_replays = stats
         return stats
     ts = columns["ts"]
     dur = columns["dur"]
@@ -407,7 +423,7 @@ def attribute_replays(table: EventTable) -> GraphReplays:
         else:
             columns[c] = values
     columns["replay"] = replay
-    table.derived["graph_replays"] = stats
+    table.derived.graph_replays = stats
     return stats
 
 
@@ -422,7 +438,7 @@ def replay_prologue_rows(table: EventTable) -> frozenset[int]:
     those ran. With Python stacks, the fill ops under the replay frame (`torch/cuda/graphs.py(N): replay`,
     names.GRAPH_REPLAY_FRAME) before the graph launch; without, at most two top-level fill ops right before
     it on its thread with no other op between. Cached in the table."""
-    found = table.derived.get("replay_prologue")
+    found = table.caches.replay_prologue
     if found is not None:
         return found
     columns = table.columns
@@ -453,7 +469,7 @@ def replay_prologue_rows(table: EventTable) -> frozenset[int]:
                 out.add(o)
         if out:
             out |= _launched_under(columns, out)
-    found = table.derived["replay_prologue"] = frozenset(out)
+    found = table.caches.replay_prologue = frozenset(out)
     return found
 
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernlint.trace.kinds import DEVICE_KINDS, category_mask
 from kernlint.trace.names import without_module_prefix
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.scopes import Scope, ScopeIndex
-from kernlint.trace.table import DEVICE_KINDS, category_mask
 
 # Runtime calls that put work on the device, as opposed to syncs, allocations and queries.
 WORKING_RUNTIME_CATEGORIES = frozenset({"launch", "memcpy_call"})
@@ -156,7 +156,7 @@ class EventFilter:
             for rows_mask, categories in ((device, self.device_categories), (~device, self.op_categories)):
                 hit = category_mask(index.columns, [c for c in categories if c != "*"])
                 if "*" in categories:
-                    hit |= working
+                    hit = hit | working   # not in place: the category mask is the table's, read-only
                 allowed |= rows_mask & hit
             ok &= allowed
         ok.flags.writeable = False

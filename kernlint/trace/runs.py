@@ -34,7 +34,9 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from kernlint.trace.table import EventTable, is_kind, unique_codes
+from kernlint.trace.arrays import unique_codes
+from kernlint.trace.kinds import is_kind
+from kernlint.trace.table import EventTable
 
 __all__ = ["RunIdentity", "RunGroup", "RunGrouping", "UnmatchedTrace", "run_identity", "group_runs",
            "ranks_text"]
@@ -54,7 +56,6 @@ _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 # `<hostname>_<pid>`); the host part is trusted only when the pid in the name is a pid of the trace.
 _TB_NAME = re.compile(r"^(?P<host>.+)_(?P<pid>\d+)\.\d+\.pt\.trace\.json(?:\.gz)?$")
 _HOST_KINDS = ("op", "annotation", "python", "module")
-_CACHE_KEY = "kernlint.trace.runs.RunIdentity"
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ def _steps(table: EventTable) -> tuple[int, ...]:
 
 def run_identity(table: EventTable) -> RunIdentity:
     """The run identity of one loaded trace (computed once, then cached on the table)."""
-    cached = table.derived.get(_CACHE_KEY)
+    cached = table.caches.run_identity
     if cached is not None:
         return cached
     meta = table.meta
@@ -174,7 +175,6 @@ def run_identity(table: EventTable) -> RunIdentity:
         m = _TB_NAME.match(Path(meta.path).name)
         if m and int(m.group("pid")) in pids:
             host = m.group("host")
-    models = sorted({str(p["name"]).strip() for p in meta.device_properties if p.get("name")})
     start, end, basis = _absolute_window(table)
     identity = RunIdentity(
         path=meta.path,
@@ -184,14 +184,14 @@ def run_identity(table: EventTable) -> RunIdentity:
         pg_count=_int(dist.get("pg_count")),
         nccl_version=_text(dist.get("nccl_version")),
         default_pg_size=_default_pg_size(dist),
-        gpu_models=tuple(models),
+        gpu_models=meta.gpu_models,
         host=host,
         pids=pids,
         trace_id=meta.trace_id,
         start_ns=start, end_ns=end, time_basis=basis,
         steps=_steps(table),
     )
-    table.derived[_CACHE_KEY] = identity
+    table.caches.run_identity = identity
     return identity
 
 

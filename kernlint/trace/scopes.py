@@ -42,6 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernlint.trace.arrays import distinct_ints, sorted_order, unique_codes
+from kernlint.trace.kinds import DEVICE_KINDS, category_mask, is_kind, rows_of_kind
 from kernlint.trace.names import (
     MODULE_PREFIX,
     is_compiler_machinery_frame,
@@ -50,16 +52,7 @@ from kernlint.trace.names import (
     named_pattern,
 )
 from kernlint.trace.patterns import compile_pattern
-from kernlint.trace.table import (
-    DEVICE_KINDS,
-    EventTable,
-    category_mask,
-    distinct_ints,
-    frame_tree,
-    kind_mask,
-    sorted_order,
-    unique_codes,
-)
+from kernlint.trace.table import EventTable
 
 _CONTAINER = re.compile(named_pattern("profiler-container-range"))
 _MODULE_PREFIX = MODULE_PREFIX
@@ -97,7 +90,7 @@ class ScopeIndex:
     """Precomputed per-thread arrays so that scope queries are searchsorted lookups."""
 
     def __init__(self, table: EventTable):
-        # A weak reference: the table keeps its index (table.derived), and a strong one back would make a
+        # A weak reference: the table keeps its index (table.caches), and a strong one back would make a
         # cycle that only the cyclic collector frees, so that checked tables outlive their use.
         self._table = weakref.ref(table)
         f = table.columns
@@ -106,7 +99,6 @@ class ScopeIndex:
         # Small-integer kind codes: comparing them is cheap where comparing the kind strings is not.
         self.kind_code, kinds = table.kind_codes()
         self._kind_codes = {k: i for i, k in enumerate(kinds.tolist())}
-        self._kind_rows: dict[frozenset, np.ndarray] = {}
         self._names_of_kind: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._rows_by_thread: dict[tuple[int, str], tuple[np.ndarray, dict]] = {}
         self.memo: dict = {}   # per-index results of row queries (kernlint.trace.rows), keyed by the query
@@ -166,9 +158,9 @@ class ScopeIndex:
     @classmethod
     def of(cls, table: EventTable) -> ScopeIndex:
         """The index of `table`, built once and kept with the table."""
-        index = table.derived.get("scope_index")
+        index = table.caches.scope_index
         if index is None:
-            index = table.derived["scope_index"] = cls(table)
+            index = table.caches.scope_index = cls(table)
         return index
 
     def kind_code_of(self, kind: str) -> int:
@@ -177,18 +169,11 @@ class ScopeIndex:
 
     def is_kind(self, *kinds: str) -> np.ndarray:
         """Whether each row is of one of `kinds`."""
-        return kind_mask(self.kind_code, [self._kind_codes[k] for k in kinds if k in self._kind_codes],
-                         len(self._kind_codes))
+        return is_kind(self.columns, *kinds)
 
     def rows_of(self, kinds: Iterable[str]) -> np.ndarray:
-        """The rows of these kinds, in row order (cached: do not modify the array)."""
-        wanted = frozenset(kinds)
-        rows = self._kind_rows.get(wanted)
-        if rows is None:
-            codes = [self._kind_codes[k] for k in wanted if k in self._kind_codes]
-            rows = self._kind_rows[wanted] = np.flatnonzero(kind_mask(self.kind_code, codes, len(self._kind_codes)))
-            rows.flags.writeable = False
-        return rows
+        """The rows of these kinds, in row order (computed once per table: kernlint.trace.kinds; read-only)."""
+        return rows_of_kind(self.columns, *kinds)
 
     def names_of_kind(self, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(rows of the kind, code of each row's name, the distinct names): a pattern is tested once per name."""
@@ -735,7 +720,7 @@ class ScopeIndex:
             if hits.any():
                 wanted.append(rows[hits[codes]])
         w = np.concatenate(wanted).astype(np.int64) if wanted else np.empty(0, dtype=np.int64)
-        unnested = frame_tree(self.table).unnested
+        unnested = self.table.derived.frame_tree.unnested
         if len(unnested) and len(w):   # calls left open to the recording's close span nothing they ran
             w = w[~np.isin(w, unnested)]
         order = w[sorted_order(-self.end[w], self.ts[w], self.thread_code()[w])] if len(w) else w

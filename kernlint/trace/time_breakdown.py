@@ -39,8 +39,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from kernlint.trace import names
+from kernlint.trace.kinds import DEVICE_KINDS
 from kernlint.trace.scopes import ScopeIndex
-from kernlint.trace.table import DEVICE_KINDS, EventTable
+from kernlint.trace.table import EventTable
 
 PROFILER_STEP, GRAPH_REPLAY, PROFILED_WINDOW = "ProfilerStep", "graph replay", "profiled window"
 # Graph replays are the steps only when they hold at least this share of the device time.

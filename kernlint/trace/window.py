@@ -19,7 +19,8 @@ import numpy as np
 
 from kernlint.trace import names
 from kernlint.trace.event_columns import EventColumns
-from kernlint.trace.table import DEVICE_KINDS, EventTable, category_mask, is_kind, recorded_launcher
+from kernlint.trace.kinds import DEVICE_KINDS, category_mask, is_kind
+from kernlint.trace.table import EventTable, recorded_launcher
 
 LAUNCH_CATEGORIES = ("launch", "memcpy_call")
 
@@ -49,9 +50,9 @@ class WindowEdges:
 
 
 def window_edges(table: EventTable) -> WindowEdges:
-    found = table.derived.get("window_edges")
+    found = table.caches.window_edges
     if found is None:
-        found = table.derived["window_edges"] = _compute(table)
+        found = table.caches.window_edges = _compute(table)
     return found
 
 
