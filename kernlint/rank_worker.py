@@ -81,14 +81,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _workloads(args) -> dict:
-    known = known_workloads()
+    """The registered workloads and the regressed ones: of the fixture folder named (a plugin of the workloads
+    registry, loaded from that folder alone), else of the checkout."""
     if args.fixtures:
         from pathlib import Path
 
         from kernlint.workloads import regressed_workloads
 
-        known.update(regressed_workloads(Path(args.fixtures)))
-    return known
+        return {**known_workloads(include_regressed=False), **regressed_workloads(Path(args.fixtures))}
+    return known_workloads()
 
 
 def _single(args) -> int:

@@ -1,21 +1,26 @@
 """The one registry type: check kinds, output formats, parallel backends and workloads are each a Registry.
 
-A registry holds named items. It fills itself on first use: the built-ins first (`builtins()` imports the
-modules that register them), then every entry point of its group (`[project.entry-points."kernlint.formats"]
-mine = "my_pkg.my_format:FORMAT"`): an entry point names either the item itself, registered under the entry
-point's name, or a module that registers its items on import. Another package can add items, never replace a
-built-in one; a plugin that fails to load is one line naming it (ConfigError), not a traceback. A plugin that
-raises later, while it runs, is named too: `plugin_in_traceback` finds the plugin whose module raised, in
-any process (a worker that never loaded the registry included), from the entry points alone.
+A registry holds named items. It fills itself on first use, from plugins, one code path for all of them (as
+pytest loads its `default_plugins` and then its `pytest11` entry points): first its default plugins, the
+modules of kernlint that hold its built-ins (`Registry(..., default_plugins=("kernlint.workloads.fp8",))`),
+then every entry point of its group (`[project.entry-points."kernlint.formats"] mine = "my_pkg.fmt:FORMAT"`).
+A plugin is named the way an entry point's value is: `module` (a module that registers its items on import)
+or `module:attr` (the item itself, registered under the entry point's name); `load_plugin` loads one more
+later (the audit's regressed workloads, a Python file of a source checkout). What a default plugin registers
+is built-in. Another package can add items, never replace a built-in one; a plugin that fails to load is one
+line naming it (ConfigError), not a traceback. A plugin that raises later, while it runs, is named too:
+`plugin_in_traceback` finds the plugin whose module raised, in any process (a worker that never loaded the
+registry included), from the entry points alone.
 
 Ground floor: imports nothing of kernlint but errors.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from kernlint.errors import ConfigError, KernlintError, PluginError
@@ -140,50 +145,84 @@ def plugin_failed(exc: BaseException) -> PluginError | None:
                              "kernlint; rerun with --debug for the traceback)")
 
 
+def _resolve(value: str) -> object:
+    """What a plugin's name names: `module` (the module, imported) or `module:attr.attr` (that object of it), as
+    importlib.metadata.EntryPoint.load reads an entry point's value (extras in brackets ignored)."""
+    module, _, attrs = value.partition("[")[0].strip().partition(":")
+    loaded: object = importlib.import_module(module.strip())
+    for attr in filter(None, attrs.strip().split(".")):
+        loaded = getattr(loaded, attr)
+    return loaded
+
+
 class Registry(Generic[T]):
-    def __init__(self, what: str, group: str, builtins: Callable[[], None] = lambda: None,
+    def __init__(self, what: str, group: str, default_plugins: Sequence[str] = (),
                  summary: Callable[[T], str] | None = None) -> None:
         self.what = what            # "output format": how errors name an item
         self.group = group          # the entry-point group other packages register in
-        self._builtins = builtins
+        # kernlint's own plugins, loaded first by the same code as the entry points: their items are built-in
+        self.default_plugins = tuple(default_plugins)
         self._summary = summary
         self._items: dict[str, T] = {}
         self._builtin_names: set[str] = set()
         self._origins: dict[str, str] = {}   # item name -> the plugin (entry point) that registered it
-        self._state = "empty"       # empty -> loading -> loaded
+        self._plugins: dict[str, list[str]] = {}   # plugin (its value) -> the names it registered
+        self._state = "empty"       # empty -> loading (default plugins) -> plugins -> loaded
         _WHAT.setdefault(group, what)
 
     def register(self, name: str, item: T) -> T:
-        """Add `item` under `name` (what a module does on import). The same item again is a no-op; another
-        item under a taken name is an error, so a plugin cannot shadow a built-in."""
+        """Add `item` under `name` (what a plugin module does on import). The same item again is a no-op;
+        another item under a taken name is an error, so a plugin cannot shadow a built-in."""
         taken = self._items.get(name)
         if taken is not None and taken is not item:
             raise ConfigError(None, f"{self.what} {name!r} is registered twice")
         self._items[name] = item
-        if self._state != "plugins":
+        if self._state in ("empty", "loading"):
             self._builtin_names.add(name)
         return item
+
+    def load_plugin(self, value: str, *, name: str | None = None, origin: str | None = None,
+                    load: Callable[[], object] | None = None) -> list[str]:
+        """Load one plugin and return the names of the items it registered (again: what it registered the first
+        time, without loading it twice). `value`: `module` or `module:attr` (an entry point's value); `load`
+        imports it otherwise (a Python file by its path: kernlint.checkout.import_path). A module registers its
+        own items on import; an item is registered under `name`. `origin` names a plugin that is not
+        kernlint's own (`workload plugin 'mine' (my_pkg.mod)`): its failure to load is one line naming it, and
+        its items remember it (`origin()`); kernlint's own plugins fail as kernlint's bugs."""
+        self._load()   # the default plugins and entry points first (a no-op while they load)
+        if value in self._plugins:
+            return list(self._plugins[value])
+        before = set(self._items)
+        try:
+            loaded = load() if load is not None else _resolve(value)
+        except Exception as exc:
+            if origin is None:
+                raise
+            raise PluginError(None, f"{origin} failed to load: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(loaded, types.ModuleType):   # the item itself; a module registered its own
+            if name is None:
+                raise ConfigError(None, f"{self.what} plugin {value!r} names an item without a name to register "
+                                        "it under (name a module that registers its items)")
+            self.register(name, loaded)
+        added = [n for n in self._items if n not in before]
+        if origin is not None:
+            for n in added:
+                self._origins[n] = origin
+        self._plugins[value] = added
+        return list(added)
 
     def _load(self) -> None:
         if self._state != "empty":
             return
         self._state = "loading"
-        self._builtins()
-        self._state = "plugins"
         try:
+            for plugin in self.default_plugins:
+                self.load_plugin(plugin)
+            self._state = "plugins"
             for entry in sorted(_group(self.group), key=lambda e: e.name):
                 if entry.name in self._builtin_names:
                     continue   # a plugin cannot replace a built-in
-                before = set(self._items)
-                try:
-                    loaded = entry.load()
-                except Exception as exc:   # another package's bug: one line naming it
-                    raise PluginError(None, f"{self.what} plugin {entry.name!r} ({entry.value}) failed to load: "
-                                            f"{type(exc).__name__}: {exc}") from exc
-                if not isinstance(loaded, types.ModuleType):   # the item itself; a module registered its own
-                    self.register(entry.name, loaded)
-                for name in set(self._items) - before:
-                    self._origins[name] = _described(self.group, entry)
+                self.load_plugin(entry.value, name=entry.name, origin=_described(self.group, entry))
         finally:
             self._state = "loaded"
 

@@ -106,3 +106,22 @@ def test_a_megabyte_name_is_shortened_with_a_marker_in_every_format():
         assert len(text) < 100_000 and "more characters)" in text, (name, len(text))
     error = TraceError("t.json", f"bad name {huge}")
     assert len(str(error)) < 10_000 and str(error).endswith("more characters)")
+
+
+def test_the_baseline_table_says_what_changed_from_the_rules_own_declaration():
+    """Issue 39: the report's baseline table named KL801-KL807 itself; now each baseline check kind declares
+    what its findings changed (CheckKind.baseline_change, from the rule's [check]), and no report module holds a
+    rule id in its code."""
+    import re
+
+    from conftest import REPO
+    from kernlint.rules.loader import load_rules
+
+    rules = {r.id: r for r in load_rules()}
+    said = {i: rules[i].kind.baseline_change(rules[i].spec.check) for i in rules if rules[i].kind.baseline_change}
+    assert said == {"KL801": "added", "KL802": "added", "KL803": "scratch", "KL804": "slower", "KL805": "removed",
+                    "KL806": "faster", "KL807": "scratch"}
+    for path in (REPO / "kernlint" / "report").glob("*.py"):
+        code = re.sub(r'""".*?"""', "", path.read_text(), flags=re.S)
+        code = "\n".join(line.split("#")[0] for line in code.splitlines())
+        assert not re.search(r"[\"']KL\d{3}[\"']", code), path.name

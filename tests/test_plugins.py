@@ -16,7 +16,7 @@ TRACE = FIXTURES / "external" / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kin
 KIND = '''
 """count-named-ops: at most `max` ops whose name matches `names` in the whole trace."""
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
-from kernlint.rules.fields import Patterns
+from kernlint.rules.fields import DeviceCategories, Patterns
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.rows import rows_matching
 from kernlint.trace.scopes import Scope
@@ -25,6 +25,7 @@ from kernlint.trace.scopes import Scope
 class CountNamedOps(CheckSpec, tag="count-named-ops"):
     names: Patterns
     max: int = 0
+    also_categories: DeviceCategories = []
 
 
 def run(rule, table, index):
@@ -43,13 +44,14 @@ register(CheckKind(type="count-named-ops", spec=CountNamedOps, run=run,
 
 FORMAT = '''
 """one line per finding: RULE<TAB>message (a demo plugin format)"""
-from kernlint.report import Format
-
-FORMAT = Format("demo", "one line per finding (a demo plugin)", __name__, frozenset({"check"}))
+from kernlint.report import Format, Renderer
 
 
 def render(result, ctx):
     return "\\n".join(f"{f.rule}\\t{f.message}" for f in result.findings) + f"\\nDEMO {len(result.findings)}"
+
+
+FORMAT = Format("demo", "one line per finding (a demo plugin)", Renderer(check=render))
 '''
 
 BACKEND = '''
@@ -144,6 +146,19 @@ def test_a_plugin_pattern_field_is_checked_at_load(tmp_path):
     assert done.stderr.strip().startswith(f"kernlint: error: {tmp_path / 'DEMO001.toml'}:9: check.names:"), done.stderr
 
 
+def test_a_plugin_category_field_is_checked_at_load_by_its_declared_type(tmp_path):
+    """Issue 39: a kind declares a field's type (DeviceCategories): a wrong category in it is refused at load, one
+    line naming the file, line and key, with no list in the loader naming the field."""
+    site = tmp_path / "site"
+    _install(site)
+    (tmp_path / "DEMO001.toml").write_text(RULE.replace("max = 1\n", 'max = 1\nalso-categories = ["fil"]\n'))
+    done = _kernlint(site, "check", str(TRACE), "--isolated", "--rules", str(tmp_path / "DEMO001.toml"))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"kernlint: error: {tmp_path / 'DEMO001.toml'}:11: check.also-categories: unknown "
+                                  "device category 'fil' (known: fill, "), done.stderr
+    assert done.stderr.count("\n") == 1
+
+
 def test_a_plugin_that_fails_to_load_is_one_line(tmp_path):
     site = tmp_path / "site"
     _install(site, kind="raise RuntimeError('broken plugin')\n")
@@ -183,3 +198,34 @@ def test_a_plugin_that_raises_while_it_runs_is_named(tmp_path):
     assert fmt.returncode == 2 and fmt.stderr == (
         "kernlint: error: output format plugin 'demo' (kl_demo_plugin.fmt:FORMAT) raised KeyError: 'fmt boom' (a "
         "bug in that plugin, not in kernlint; rerun with --debug for the traceback)\n")
+
+
+def test_the_builtins_are_default_plugins_loaded_as_plugins_are():
+    """Issue 39: every registry gets its built-ins from a list of module names (its default plugins, as pytest's
+    default_plugins), loaded by the code that loads an entry point's module; every check kind module is listed."""
+    import pkgutil
+
+    import kernlint.rules.checks as checks
+    from kernlint.parallel import BACKENDS
+    from kernlint.report import FORMATS
+    from kernlint.report.builtin_formats import BUILTIN_FORMATS
+    from kernlint.rules.checks import REGISTRY as KINDS
+    from kernlint.rules.checks.base import DEFAULT_PLUGINS
+    from kernlint.workloads import BUILTIN_WORKLOADS
+    from kernlint.workloads.base import WORKLOADS
+
+    kinds = {f"{checks.__name__}.{m.name}" for m in pkgutil.iter_modules(checks.__path__)
+             if m.name != "base" and not m.name.startswith("_")}
+    assert set(DEFAULT_PLUGINS) == kinds and len(DEFAULT_PLUGINS) == len(kinds)
+
+    def builtin(registry):
+        return {n for n in registry.names() if registry.is_builtin(n)}
+
+    assert {KINDS.get(n).spec.__module__ for n in builtin(KINDS)} == set(KINDS.default_plugins)
+    assert {BACKENDS.get(n).run.__module__ for n in builtin(BACKENDS)} == set(BACKENDS.default_plugins)
+    assert builtin(FORMATS) == {f.name for f in BUILTIN_FORMATS}
+    assert FORMATS.default_plugins == ("kernlint.report.builtin_formats",)
+    assert builtin(WORKLOADS) == set(BUILTIN_WORKLOADS) and WORKLOADS.default_plugins == ("kernlint.workloads.fp8",)
+    for registry in (KINDS, FORMATS, BACKENDS, WORKLOADS):   # loaded once: again is what it registered then
+        for plugin in registry.default_plugins:
+            assert registry.load_plugin(plugin) == registry.load_plugin(plugin)

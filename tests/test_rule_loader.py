@@ -207,3 +207,55 @@ def test_a_scope_preset_expands_to_its_table_and_an_unknown_one_is_an_error(tmp_
     with pytest.raises(RuleFileError) as err:
         parse_rule_file(_write(tmp_path, text.replace("@hot-step", "@hot"), name="KL901.toml"))
     assert str(err.value).startswith(f"{tmp_path / 'KL901.toml'}:5: scope: '@hot' names no scope preset")
+
+
+# -- issue 39: fields checked by their declared type ----------------------------------------------------------------
+
+# (shipped rule file, its line, the line with one wrong value, the key, what the error says): one field of each
+# value-set type a check kind declares (kernlint.rules.fields).
+_WRONG_VALUES = [
+    ("KL203.toml", 'device-categories = ["copy"]', 'device-categories = ["copy", "coppy"]', "device-categories",
+     "unknown device category 'coppy'"),
+    ("KL004.toml", 'op-categories = ["sync", "sync_op"]', 'op-categories = ["sync", "synk"]', "op-categories",
+     "unknown op category 'synk'"),
+    ("KL203.toml", 'until-categories = ["gemm"]', 'until-categories = ["gem"]', "until-categories",
+     "unknown category 'gem'"),
+    ("KL201.toml", 'consumer-categories = ["elementwise", "reduce"]', 'consumer-categories = ["elementwise", "*"]',
+     "consumer-categories", "unknown op category '*'"),
+    ("KL501.toml", 'kinds = ["memcpy"]', 'kinds = ["memcopy"]', "kinds", "unknown event kind 'memcopy'"),
+    ("KL301.toml", 'to-dtypes = ["float32", "float64"]', 'to-dtypes = ["float32", "fp64"]', "to-dtypes",
+     "unknown dtype 'fp64'"),
+    ("KL005.toml", 'scale-dtypes = ["float32", "float8_e8m0fnu"]', 'scale-dtypes = ["float"]', "scale-dtypes",
+     "unknown dtype 'float'"),
+]
+
+
+@pytest.mark.parametrize("name, line, wrong, key, problem", _WRONG_VALUES, ids=[w[3] for w in _WRONG_VALUES])
+def test_a_wrong_value_of_a_declared_field_type_is_one_line_naming_file_and_key(tmp_path, name, line, wrong, key,
+                                                                             problem):
+    from conftest import REPO
+
+    text = (REPO / "rules" / name).read_text()
+    assert line in text, name
+    path = tmp_path / name
+    path.write_text(text.replace(line, wrong))
+    number = text.splitlines().index(next(t for t in text.splitlines() if t.startswith(line))) + 1
+    with pytest.raises(RuleFileError) as info:
+        parse_rule_file(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:{number}: check.{key}: {problem} (known: "), message
+    assert "\n" not in message
+
+
+def test_every_value_set_field_of_the_kinds_is_declared_by_its_type():
+    """What the loader checks is what the kinds declare: every category, kind and dtype field of a built-in kind
+    is typed by a value set, so none is checked by its name alone (the four names the loader once listed)."""
+    import msgspec
+
+    from kernlint.rules.checks import REGISTRY
+    from kernlint.rules.fields import value_set_fields
+
+    for kind in REGISTRY.values():
+        typed = {attr for attr, _, _ in value_set_fields(kind.spec)}
+        assert typed >= {f.name for f in msgspec.structs.fields(kind.spec)
+                         if f.name.endswith(("categories", "kinds", "dtypes"))}, kind.type

@@ -9,7 +9,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from conftest import PROGRAMS, load_program
+from conftest import FIXTURES, PROGRAMS, load_program
 from kernlint.audit import run_audit
 from kernlint.cli import main
 from kernlint.rules.loader import load_rules
@@ -312,3 +312,26 @@ def test_the_audit_walks_the_workloads_registry(monkeypatch):
     items["their-helper"] = Workload(name="their-helper", summary="run only", build=step, audited=False)
     monkeypatch.setattr(WORKLOADS, "_items", items)
     assert [w.name for w in audit_workloads("cpu")] == [*names, "their-layer"]
+
+
+def test_the_regressed_workloads_are_a_plugin_of_the_workloads_registry():
+    """Issue 39: the regressed variants load through the workloads registry, a plugin module of the checkout's
+    fixtures imported by its path (never by putting fixtures/ on sys.path), registering on import; the audit
+    runs them only with --include-regressed, however often they were loaded."""
+    from kernlint.audit import audit_workloads
+    from kernlint.workloads import WORKLOADS, known_workloads, regressed_workloads
+    from kernlint.workloads.base import REGRESSED_PLUGIN
+
+    path = str(sys.path)
+    regressed = regressed_workloads()
+    assert "fp8-block-linear-new-ones" in regressed and all(w.regressed for w in regressed.values())
+    assert regressed_workloads() == regressed and str(sys.path) == path   # loaded once, by its path
+    for name, workload in regressed.items():
+        assert WORKLOADS.get(name) is workload and not WORKLOADS.is_builtin(name)
+        assert WORKLOADS.origin(name) == f"workload plugin 'regressed' ({FIXTURES / REGRESSED_PLUGIN})"
+    assert set(regressed) <= set(known_workloads()) and not set(regressed) & set(known_workloads(False))
+    fixed = [w.name for w in audit_workloads("cpu")]
+    assert not set(fixed) & set(regressed)
+    both = [w.name for w in audit_workloads("cpu", include_regressed=True)]
+    assert both[:len(fixed)] == fixed
+    assert set(both[len(fixed):]) == {n for n, w in regressed.items() if "cpu" in w.devices}

@@ -4,7 +4,7 @@ links and CI problem matchers read (the trace's path where the finding has no Py
 line."""
 from __future__ import annotations
 
-from kernlint.report import RenderContext
+from kernlint.report import RenderContext, Renderer
 from kernlint.report.safe import printable
 from kernlint.rules.causes import causes_of
 from kernlint.rules.result import CheckResult, clean_finding
@@ -31,3 +31,7 @@ def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
     tail = f"; incomplete: {', '.join(incomplete)}" if incomplete else ""
     lines.append(f"Found {len(result.findings)} finding(s) in {result.traces_checked} trace(s){tail}.")
     return "\n".join(lines) + "\n"
+
+
+# What this format renders (kernlint.report.builtin_formats declares it).
+RENDERER = Renderer(check=render)

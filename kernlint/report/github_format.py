@@ -6,7 +6,7 @@ where the instances are, then one line per other rule. A cause without a source 
 its own."""
 from __future__ import annotations
 
-from kernlint.report import RenderContext
+from kernlint.report import RenderContext, Renderer
 from kernlint.report.safe import printable
 from kernlint.rules.causes import by_line, causes_of, describe_instances
 from kernlint.rules.result import CheckResult, clean_finding, timing_warnings
@@ -65,3 +65,7 @@ def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
     # A baseline comparison's timing warnings (unknown timings, another GPU).
     lines += [f"::warning title=kernlint baseline::{_data(w)}" for w in timing_warnings(result)]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+# What this format renders (kernlint.report.builtin_formats declares it).
+RENDERER = Renderer(check=render)

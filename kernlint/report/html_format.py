@@ -16,7 +16,7 @@ from importlib import resources
 import jinja2
 
 from kernlint._version import __version__
-from kernlint.report import RenderContext
+from kernlint.report import RenderContext, Renderer
 from kernlint.report.breakdown import summary_line
 from kernlint.report.safe import cost_text, format_bytes, format_duration_us, format_share, json_safe, printable
 from kernlint.report.views import Allocations, ReportView, Timeline, build_report_view
@@ -222,3 +222,7 @@ def render_audit(run, ctx: RenderContext | None = None) -> str:
     from kernlint.report.views import audit_report_view
 
     return render_view(audit_report_view(run))
+
+
+# What this format renders (kernlint.report.builtin_formats declares it).
+RENDERER = Renderer(check=render, audit=render_audit)

@@ -89,7 +89,7 @@ import dataclasses
 import json
 
 from kernlint._version import __version__
-from kernlint.report import RenderContext
+from kernlint.report import RenderContext, Renderer
 from kernlint.report.safe import json_safe
 from kernlint.rules.causes import causes_of
 from kernlint.rules.result import CheckResult, clean_finding, sorted_findings
@@ -216,7 +216,8 @@ def render_replay(result, ctx: RenderContext | None = None) -> str:
     return _dumps({"all_as_expected": result.all_as_expected, "cases": [
         {"rule": r.case.rule, "case": r.case.spec.name, "expected": r.case.spec.expect,
          "verdict": r.outcome.status if r.outcome else None, "problems": r.problems,
-         "findings": [f.message for f in sorted_findings(r.outcome.findings)] if r.outcome else []}
+         "findings": [_finding(f) for f in sorted_findings(r.outcome.findings)] if r.outcome else [],
+         "suppressed": [{**_finding(s.finding), "how": s.how, "reason": s.reason} for s in r.suppressed]}
         for r in result.results]})
 
 
@@ -232,3 +233,7 @@ def render_statistics(result: CheckResult, ctx: RenderContext | None = None) -> 
             "rules_incomplete": sorted({o.rule for _, o in result.incomplete}),
             "unreadable": len(result.unreadable)}
     return json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"
+
+
+# What this format renders (kernlint.report.builtin_formats declares it).
+RENDERER = Renderer(check=render, audit=render_audit, replay=render_replay, statistics=render_statistics)

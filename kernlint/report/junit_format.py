@@ -15,7 +15,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import PurePath
 
-from kernlint.report import RenderContext
+from kernlint.report import RenderContext, Renderer
 from kernlint.report.safe import cost_text, printable
 from kernlint.rules.causes import describe_instances, group_causes, instance_step
 from kernlint.rules.result import (
@@ -240,3 +240,7 @@ def render_replay(result, ctx: RenderContext | None = None) -> str:
     _suite(root, "recorded cases", cases)
     _counted(root, cases)
     return _document(root)
+
+
+# What this format renders (kernlint.report.builtin_formats declares it).
+RENDERER = Renderer(check=render, audit=render_audit, replay=render_replay)

@@ -3,7 +3,7 @@ cause (kernlint.rules.causes: the findings of one rule at one source line and ev
 instance, with `(N instances: scopes; steps; ranks; traces)` after the message."""
 from __future__ import annotations
 
-from kernlint.report import RenderContext
+from kernlint.report import RenderContext, Renderer
 from kernlint.report.breakdown import summary_line, top_texts
 from kernlint.report.safe import cost_text, printable
 from kernlint.rules.causes import causes_of, describe_instances
@@ -53,3 +53,7 @@ def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
         out += ["", f"{len(result.unreadable)} entr{'y' if len(result.unreadable) == 1 else 'ies'} could not be "
                 "read: " + ", ".join(_cell(p) for p, _ in result.unreadable)]
     return "\n".join(out) + "\n"
+
+
+# What this format renders (kernlint.report.builtin_formats declares it).
+RENDERER = Renderer(check=render)

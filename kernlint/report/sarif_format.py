@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from kernlint._version import __version__
-from kernlint.report import RenderContext
+from kernlint.report import RenderContext, Renderer
 from kernlint.report.safe import cost_text, finite_number, json_safe, present, printable
 from kernlint.rules.causes import causes_of, describe_instances, instance_step
 from kernlint.rules.docs import RULE_PAGES, reference_line
@@ -343,3 +343,7 @@ def _information_uri() -> str | None:
 
 def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
     return json.dumps(to_dict(result), indent=2, allow_nan=False) + "\n"
+
+
+# What this format renders (kernlint.report.builtin_formats declares it).
+RENDERER = Renderer(check=render)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kernlint.report import RenderContext
+from kernlint.report import RenderContext, Renderer
 from kernlint.report.breakdown import summary_line, top_texts
 from kernlint.report.safe import cost_text, format_bytes, format_duration_us, is_missing, printable
 from kernlint.report.styled import Line, Lines
@@ -340,7 +340,7 @@ def render(result: CheckResult, ctx: RenderContext | None = None) -> Lines:
                             f"{s.how}{why}", "dim"))
     if verbosity >= VERBOSE:
         if not_traces:
-            parts.append(Line(f"Skipped {len(not_traces)} file(s) that are not kineto traces:", style="yellow"))
+            parts.append(Line(f"Skipped {len(not_traces)} file(s) that are not traces:", style="yellow"))
             for path, why in not_traces:
                 parts.append(_t(f"  {printable(path)}: {printable(why)}", "yellow"))
         if result.ignored_files:
@@ -489,3 +489,7 @@ def render_replay(result, ctx: RenderContext | None = None) -> Lines:
     ok = sum(r.ok for r in result.results)
     return Lines(table, Line(f"{ok}/{len(result.results)} verdicts as expected",
                              style="bold green" if result.all_as_expected else "bold red"))
+
+
+# What this format renders (kernlint.report.builtin_formats declares it).
+RENDERER = Renderer(check=render, audit=render_audit, replay=render_replay, statistics=render_statistics)

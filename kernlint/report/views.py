@@ -23,8 +23,9 @@ from kernlint.rules.causes import Cause, causes_of, describe_instances, instance
 from kernlint.rules.result import CheckResult, Finding, TraceReport, clean_finding, sorted_findings
 from kernlint.rules.schema import Rule
 from kernlint.trace.event_columns import EventColumns, factorize
+from kernlint.trace.kinds import DEVICE_KINDS, is_kind
 from kernlint.trace.scopes import ScopeIndex
-from kernlint.trace.table import DEVICE_KINDS, EventTable, is_kind
+from kernlint.trace.table import EventTable
 
 MAX_TIMELINES = 12
 MAX_BARS = 400
@@ -463,8 +464,8 @@ def rank_stalls(by_rank: dict[int, EventTable], finding: Finding) -> list[RankSt
 
 # -- the whole report ----------------------------------------------------------------------------------------
 def _gpu(table: EventTable) -> str | None:
-    props = table.meta.device_properties
-    return str(props[0].get("name")) if props and isinstance(props[0], dict) and props[0].get("name") else None
+    devices = table.meta.devices
+    return devices[0].name if devices else None
 
 
 def _metadata(tables: list[EventTable], extra: dict[str, Any] | None) -> dict[str, Any]:
@@ -484,13 +485,16 @@ def _metadata(tables: list[EventTable], extra: dict[str, Any] | None) -> dict[st
     return out
 
 
-def _baseline_rows(report: TraceReport) -> list[BaselineRow]:
-    kinds = {"KL801": "added", "KL802": "added", "KL805": "removed", "KL804": "slower", "KL806": "faster",
-             "KL803": "scratch", "KL807": "scratch"}
+def _baseline_rows(report: TraceReport, rules: dict[str, Rule]) -> list[BaselineRow]:
+    """The baseline table's rows; what each changed as its rule's check kind declares (CheckKind.baseline_change),
+    else as the finding says."""
     rows = []
     for f in sorted_findings(report.findings):
         f = clean_finding(f)
-        kind = kinds.get(f.rule) or (f.details or {}).get("direction") or (f.details or {}).get("change") or "change"
+        rule = rules.get(f.rule)
+        declared = rule.kind.baseline_change if rule is not None else None
+        kind = ((declared(rule.spec.check) if declared is not None else None) or (f.details or {}).get("direction")
+                or (f.details or {}).get("change") or "change")
         rows.append(BaselineRow(f.rule, kind, f.event, f.scope, f.message, f.source, f.details, f.severity))
     return rows
 
@@ -563,7 +567,7 @@ def build_report_view(result: CheckResult, tables: list[EventTable], *, title: s
     return ReportView(
         title=title, exit_code=result.exit_code, verdicts=verdicts, findings=views, traces=traces,
         cross_rank=cross,
-        baseline=[row for r in baseline_reports for row in _baseline_rows(r)] if baseline_reports else None,
+        baseline=[row for r in baseline_reports for row in _baseline_rows(r, rules)] if baseline_reports else None,
         baseline_warnings=[w for r in baseline_reports for w in r.warnings],
         metadata=_metadata(tables, metadata), notes=list(result.notes), counts=dict(counts),
         gate=_GATE.get(result.exit_code, "see the exit codes in the README"))

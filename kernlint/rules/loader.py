@@ -13,17 +13,10 @@ import msgspec
 
 from kernlint.errors import ConfigError, RuleFileError
 from kernlint.rules.checks import REGISTRY
-from kernlint.rules.fields import pattern_fields
+from kernlint.rules.fields import pattern_fields, value_set_fields
 from kernlint.rules.schema import AnchorSpec, MinCostSpec, Rule, RuleSpec, ScopeSpec
-from kernlint.trace.names import (
-    DEVICE_CATEGORIES,
-    HOST_CATEGORIES,
-    NAMED_PATTERNS,
-    SCOPE_PRESETS,
-    named_pattern,
-)
+from kernlint.trace.names import NAMED_PATTERNS, SCOPE_PRESETS, named_pattern
 from kernlint.trace.patterns import PatternError, compile_pattern
-from kernlint.trace.table import KINDS
 
 # A prefix of one to eight letters and digits that starts with a letter, then three digits: KL001 for the
 # shipped rules, ACME001 for a team's own. Ids are case-insensitive: a rule file's id is upper-cased.
@@ -231,17 +224,16 @@ def _validate(rule: Rule, path: Path, text: str) -> None:
             compile_pattern(pattern)
         except PatternError as exc:
             fail(f"{'.'.join(where)}: {exc}", *where)
-    for key in ("device_categories", "kernel_order_categories"):
-        for cat in getattr(check, key, ()):
-            if cat != "*" and cat not in DEVICE_CATEGORIES:
-                fail(f"unknown device category {cat!r} (known: {', '.join(DEVICE_CATEGORIES)})",
-                     "check", key.replace("_", "-"))
-    for cat in getattr(check, "op_categories", ()):
-        if cat != "*" and cat not in HOST_CATEGORIES:
-            fail(f"unknown op category {cat!r} (known: {', '.join(HOST_CATEGORIES)})", "check", "op-categories")
-    for kind in getattr(check, "kinds", ()):
-        if kind not in KINDS:
-            fail(f"unknown event kind {kind!r} (known: {', '.join(KINDS)})", "check", "kinds")
+    # Fields a value set types (kernlint.rules.fields: categories, event kinds, dtypes), by their declared type.
+    for table, struct in (("anchor", spec.anchor), ("scope", spec.scope), ("check", check)):
+        if struct is None:
+            continue
+        for attr, key, value_set in value_set_fields(type(struct)):
+            value = getattr(struct, attr)
+            for item in (value if isinstance(value, list) else [value]):
+                problem = value_set.problem(item)
+                if problem is not None:
+                    fail(f"{table}.{key}: {problem}", table, key)
     kind = rule.kind
     has_anchor = spec.anchor is not None and (spec.anchor.kernel or spec.anchor.op)
     if kind.needs_anchor and not has_anchor:

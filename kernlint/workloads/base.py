@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import inspect
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,31 +84,40 @@ def _load_module(spec: str):
 
 
 
+# The built-in workloads: kernlint's own plugin of the registry, loaded as an entry point's module is (it
+# registers its workloads on import).
+DEFAULT_PLUGINS: tuple[str, ...] = ("kernlint.workloads.fp8",)
+
+# Every workload `run` and `audit` know by name: the default plugins, then those other packages name in the
+# entry-point group `kernlint.workloads` (a Workload, or a module that registers its own), and the regressed
+# variants once loaded (regressed_workloads).
+WORKLOADS: Registry[Workload] = Registry("workload", "kernlint.workloads", default_plugins=DEFAULT_PLUGINS,
+                                         summary=lambda w: w.summary)
+
+# The regressed variants (`audit --include-regressed`, `kernlint run fp8-block-linear-new-ones`): a plugin of
+# the workloads registry in a source checkout's fixtures folder (the wheel ships no fixtures), a Python file
+# imported by its path that registers its workloads (regressed=True) on import.
+REGRESSED_PLUGIN = Path("regressed") / "workloads.py"
+
+
 def regressed_workloads(fixtures: Path | None = None) -> dict[str, Workload]:
-    """The regressed variants, from a source checkout's fixtures/regressed/workloads.py."""
+    """The regressed variants: the workloads that `fixtures`' (default: the checkout's) regressed/workloads.py
+    registers in WORKLOADS, loaded once."""
     folder = Path(fixtures) if fixtures else CHECKOUT_FIXTURES
-    if not (folder / "regressed" / "workloads.py").is_file():
-        raise ConfigError(folder, "no regressed/workloads.py here: the regressed workloads need a source "
+    path = (folder / REGRESSED_PLUGIN).resolve()
+    if not path.is_file():
+        raise ConfigError(folder, f"no {REGRESSED_PLUGIN.as_posix()} here: the regressed workloads need a source "
                                   "checkout (or --fixtures DIR)")
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-    return dict(importlib.import_module("regressed.workloads").REGRESSED_WORKLOADS)
-
-
-# Every workload `run` and `audit` know by name: the built-ins (kernlint.workloads.fp8 registers them) and
-# those other packages name in the entry-point group `kernlint.workloads` (a Workload, or a module that
-# registers its own).
-WORKLOADS: Registry[Workload] = Registry(
-    "workload", "kernlint.workloads", builtins=lambda: importlib.import_module("kernlint.workloads.fp8"),
-    summary=lambda w: w.summary)
+    names = WORKLOADS.load_plugin(str(path), origin=f"workload plugin 'regressed' ({path})",
+                                  load=lambda: import_path(path, "kernlint_fixtures_regressed_workloads"))
+    return {name: WORKLOADS.get(name) for name in names}
 
 
 def known_workloads(include_regressed: bool = True) -> dict[str, Workload]:
     """Registered workloads, plus the regressed ones where a source checkout has them."""
-    known = dict(WORKLOADS.items())
-    if include_regressed and (CHECKOUT_FIXTURES / "regressed" / "workloads.py").is_file():
-        known.update(regressed_workloads())
-    return known
+    if include_regressed and (CHECKOUT_FIXTURES / REGRESSED_PLUGIN).is_file():
+        regressed_workloads()
+    return {name: w for name, w in WORKLOADS.items() if include_regressed or not w.regressed}
 
 
 def resolve_target(target: str, workloads: Mapping[str, Workload]) -> Workload:

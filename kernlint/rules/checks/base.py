@@ -1,14 +1,13 @@
 """What every check kind shares: the tagged spec base, the registry, and how a finding is made.
 
-A check kind is one module in this package that defines a spec struct (a subclass of CheckSpec with its
-own `tag`, holding only the keys that apply to it) and calls `register(CheckKind(...))`. The rule schema
+A check kind is one module in this package, listed in DEFAULT_PLUGINS, that defines a spec struct (a subclass
+of CheckSpec with its own `tag`, holding only the keys that apply to it, each typed by what it holds:
+kernlint.rules.fields) and calls `register(CheckKind(...))`. The rule schema
 builds its `[check]` union from the registry, so a key that does not apply to a kind is an error with file
 and line, and the engine dispatches through the registry, so no branch anywhere names a kind.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,10 +19,10 @@ from kernlint.rules.cost import DEVICE_TIME, per_run_cost
 from kernlint.rules.cost import finding_cost as event_cost
 from kernlint.rules.result import Finding, RuleOutcome
 from kernlint.trace.graphs import graph_replays
+from kernlint.trace.kinds import DEVICE_KINDS
 from kernlint.trace.names import frame_parts
 from kernlint.trace.patterns import compile_pattern
 from kernlint.trace.scopes import WINDOW, Scope, ScopeIndex
-from kernlint.trace.table import DEVICE_KINDS
 
 if TYPE_CHECKING:
     from kernlint.rules.schema import Rule
@@ -54,6 +53,9 @@ class CheckKind:
     run_baseline: Callable[[Rule, object], RuleOutcome] | None = None
     # A baseline kind that judges which programs met (it runs even when none did, where the others cannot).
     judges_pairing: bool = False
+    # A baseline kind: what its rule's findings say changed ("added", "removed", "slower", "faster",
+    # "scratch"), from the rule's [check] (the report's baseline table; no list of rule ids elsewhere).
+    baseline_change: Callable[[CheckSpec], str] | None = None
     needs_anchor: bool = False
     needs_scope: bool = False
     # Extra validation of a loaded rule: returns (problem, key path) or None.
@@ -68,16 +70,38 @@ class CheckKind:
         return self.run_baseline is not None
 
 
-def _load_builtin_kinds() -> None:
-    package = __name__.rpartition(".")[0]   # this module's package: its other modules are the kinds
-    for module in sorted(m.name for m in pkgutil.iter_modules(importlib.import_module(package).__path__)):
-        if module != "base":
-            importlib.import_module(f"{package}.{module}")
+# The built-in check kinds: kernlint's own plugins of the registry, one module each, loaded as an entry point's
+# module is (each registers its kind on import). A new kind is its module and its line here
+# (tests/test_plugins.py checks that every kind module of this package is listed).
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "kernlint.rules.checks.baseline_device_time",
+    "kernlint.rules.checks.baseline_programs",
+    "kernlint.rules.checks.baseline_scratch",
+    "kernlint.rules.checks.baseline_sequence",
+    "kernlint.rules.checks.cast_round_trip",
+    "kernlint.rules.checks.contiguous_clone",
+    "kernlint.rules.checks.costly_kernels",
+    "kernlint.rules.checks.dead_fill",
+    "kernlint.rules.checks.eager_attention",
+    "kernlint.rules.checks.forbid_after_anchor",
+    "kernlint.rules.checks.forbid_before_anchor",
+    "kernlint.rules.checks.forbid_in_scope",
+    "kernlint.rules.checks.forbid_temporary_alloc",
+    "kernlint.rules.checks.host_sync_in_scope",
+    "kernlint.rules.checks.invariant_recompute",
+    "kernlint.rules.checks.launches_between_gemms",
+    "kernlint.rules.checks.max_count",
+    "kernlint.rules.checks.max_kernels_per_call",
+    "kernlint.rules.checks.random_scale_init",
+    "kernlint.rules.checks.rank_divergence",
+    "kernlint.rules.checks.redundant_materialization",
+    "kernlint.rules.checks.require_anchor",
+    "kernlint.rules.checks.widening_cast",
+)
 
-
-# The check kinds by type: every module of kernlint.rules.checks registers its own on import, then the
-# modules other packages name in the entry-point group `kernlint.check_kinds`.
-REGISTRY: Registry[CheckKind] = Registry("check kind", "kernlint.check_kinds", builtins=_load_builtin_kinds,
+# The check kinds by type: the default plugins, then the modules other packages name in the entry-point group
+# `kernlint.check_kinds`.
+REGISTRY: Registry[CheckKind] = Registry("check kind", "kernlint.check_kinds", default_plugins=DEFAULT_PLUGINS,
                                          summary=lambda k: k.summary)
 
 

@@ -104,4 +104,5 @@ def run_baseline(rule, comparison) -> RuleOutcome:
 
 register(CheckKind(
     type="baseline-device-time", spec=BaselineDeviceTime, run_baseline=run_baseline,
+    baseline_change=lambda spec: spec.direction,
     summary="Kernels slower (or faster) than in the baseline, by a two-sample test over repeated runs."))

@@ -40,4 +40,5 @@ def run_baseline(rule, comparison) -> RuleOutcome:
 
 register(CheckKind(
     type="baseline-scratch", spec=BaselineScratch, run_baseline=run_baseline,
+    baseline_change=lambda spec: "scratch",
     summary="Allocated bytes or peak scratch above (or below) the baseline's, per scope and per program."))

@@ -60,4 +60,5 @@ def run_baseline(rule, comparison) -> RuleOutcome:
 
 register(CheckKind(
     type="baseline-sequence", spec=BaselineSequence, run_baseline=run_baseline,
+    baseline_change=lambda spec: spec.change,
     summary="Launches or syncs added to (or removed from) the baseline's launch sequence, by alignment."))

@@ -10,6 +10,7 @@ from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, regis
 from kernlint.rules.checks.forbid_before_anchor import op_level_note, scoped_anchors
 from kernlint.rules.cost import finding_cost
 from kernlint.rules.evidence import op_args
+from kernlint.rules.fields import Categories, DeviceCategories, OpCategories
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.rows import category_ok, outermost
 from kernlint.trace.scopes import AnchorSet, Scope
@@ -19,10 +20,10 @@ _SCALE_DTYPES = frozenset({"float32", "int32", "float8_e8m0fnu"})
 
 
 class ForbidAfterAnchor(CheckSpec, tag="forbid-after-anchor"):
-    device_categories: list[str] = []    # kernels, memcpy, memset after the anchor kernel
-    op_categories: list[str] = []        # working ops after the anchor op (traces without GPU events)
+    device_categories: DeviceCategories = []    # kernels, memcpy, memset after the anchor kernel
+    op_categories: OpCategories = []        # working ops after the anchor op (traces without GPU events)
     # Where the anchor's consumer starts: the search ends at the first event of these categories.
-    until_categories: list[str] = msgspec.field(default_factory=lambda: ["gemm"])
+    until_categories: Categories = msgspec.field(default_factory=lambda: ["gemm"])
     # The advice the finding ends with (what to do instead).
     advice: str = ""
 

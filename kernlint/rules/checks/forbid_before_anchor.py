@@ -6,6 +6,7 @@ import numpy as np
 
 from kernlint.rules.anchors import find_anchors
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.fields import DeviceCategories, OpCategories
 from kernlint.rules.noise import CONTEXT_SEVERITY, replay_prologue_context
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace import names
@@ -16,10 +17,10 @@ from kernlint.trace.scopes import AnchorSet, Scope
 
 
 class ForbidBeforeAnchor(CheckSpec, tag="forbid-before-anchor"):
-    device_categories: list[str] = []    # kernels, memcpy, memset before the anchor kernel; ["*"] = any
-    op_categories: list[str] = []        # working ops before the anchor op (traces without GPU events)
+    device_categories: DeviceCategories = []    # kernels, memcpy, memset before the anchor kernel; ["*"] = any
+    op_categories: OpCategories = []        # working ops before the anchor op (traces without GPU events)
     # Graph replays that nothing attributes: what, between the previous GEMM and the anchor, is a finding.
-    kernel_order_categories: list[str] = msgspec.field(default_factory=lambda: ["fill", "memset"])
+    kernel_order_categories: DeviceCategories = msgspec.field(default_factory=lambda: ["fill", "memset"])
 
 
 def anchor_reason(rule, table) -> str:

@@ -7,19 +7,19 @@ from kernlint.rules.checks._cost_text import cost_phrase
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register, under_frames
 from kernlint.rules.cost import finding_cost
 from kernlint.rules.evidence import op_args
-from kernlint.rules.fields import Patterns
+from kernlint.rules.fields import DeviceCategories, EventKinds, OpCategories, Patterns
 from kernlint.rules.filters import kind_filter, needs_a_filter, present_anywhere, scope_rows
 from kernlint.rules.noise import CONTEXT_SEVERITY, DATA_LOADING, under_data_loader
 from kernlint.rules.result import decided, not_applicable
+from kernlint.trace.kinds import DEVICE_KINDS, category_mask
 from kernlint.trace.rows import EventFilter
-from kernlint.trace.table import DEVICE_KINDS, category_mask
 
 
 class ForbidInScope(CheckSpec, tag="forbid-in-scope"):
-    kinds: list[str] = []                # event kinds (kernel, op, runtime, ...)
+    kinds: EventKinds = []                # event kinds (kernel, op, runtime, ...)
     names: Patterns = []                # regexes searched in printed event names
-    device_categories: list[str] = []
-    op_categories: list[str] = []
+    device_categories: DeviceCategories = []
+    op_categories: OpCategories = []
     nested: bool = False                 # also count ops that run inside a counted op
     # An op whose first argument was recorded as 0-dim does not count: a Python scalar lifted to a tensor
     # (`x[mask] = -inf`), not data built on the host. Needs shapes: without them the rule is not applicable.

@@ -4,11 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
+from kernlint.rules.fields import Dtypes
 from kernlint.rules.result import decided, not_applicable
 
 
 class ForbidTemporaryAlloc(CheckSpec, tag="forbid-temporary-alloc"):
-    dtypes: list[str]
+    dtypes: Dtypes
     min_bytes: int = 0
 
 

@@ -15,21 +15,21 @@ cudagraph-tree warm-up and recording, torch.cuda.graph's on entry: ScopeIndex.in
 from __future__ import annotations
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register, under_frames
-from kernlint.rules.fields import Patterns
+from kernlint.rules.fields import DeviceCategories, EventKinds, OpCategories, Patterns
 from kernlint.rules.filters import kind_filter, needs_a_filter, present_anywhere, scope_rows
 from kernlint.rules.noise import CONTEXT_SEVERITY, sync_contexts
 from kernlint.rules.result import decided, not_applicable
-from kernlint.trace.graphs import capture_windows
+from kernlint.trace.graphs import capture_spans
 from kernlint.trace.rows import EventFilter, outermost
 from kernlint.trace.scopes import WINDOW
 from kernlint.trace.syncs import unconfirmed_sync_ops
 
 
 class ForbidSyncInScope(CheckSpec, tag="forbid-sync-in-scope"):
-    kinds: list[str] = []
+    kinds: EventKinds = []
     names: Patterns = []
-    device_categories: list[str] = []
-    op_categories: list[str] = []
+    device_categories: DeviceCategories = []
+    op_categories: OpCategories = []
     # Python frames (regexes) under which an event does not count: a library's own deliberate sync. (torch's
     # compiler and graph-capture machinery, torch.cuda.graph's synchronize on entry included, is set-up for
     # every rule: ScopeIndex.in_machinery.)
@@ -80,7 +80,7 @@ def run(rule, table, index):
     if not present_anywhere(index, kind_filter(flt).mask(index) & ~unconfirmed_sync_ops(index),
                             lambda r: bool(excluded) and under_frames(index, r, excluded, cache)):
         return not_applicable(rule, "no host sync anywhere in the trace: nothing of the rule's kind to judge")
-    captures = _capture_spans(table) if rule.spec.check.stream_capture_only else {}
+    captures = capture_spans(table) if rule.spec.check.stream_capture_only else {}
     kept: dict[int, list[int]] = {}
     left_out = 0
     for i, scope in enumerate(scopes):
@@ -111,19 +111,6 @@ def run(rule, table, index):
     note = (f"{left_out} sync(s) in the scope but outside its stream captures (capture set-up) not counted"
             if left_out else None)
     return decided(rule, findings, "kernel" if table.has_device_events else "op", len(scopes), note)
-
-
-def _capture_spans(table) -> dict[str, list[tuple[float, float]]]:
-    """Per host thread, the (BeginCapture start, EndCapture end) of every stream capture it records."""
-    found = table.derived.get("capture-spans")
-    if found is None:
-        columns = table.columns
-        ts, end = columns["ts"], columns["end"]
-        found = {}
-        for w in capture_windows(columns):
-            found.setdefault(w.thread, []).append((float(ts[w.begin]), float(end[w.end])))
-        table.derived["capture-spans"] = found
-    return found
 
 
 register(CheckKind(

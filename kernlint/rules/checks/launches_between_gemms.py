@@ -19,17 +19,22 @@ import msgspec
 import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
+from kernlint.rules.fields import DeviceCategories, OpCategories
 from kernlint.rules.result import decided, not_applicable
-from kernlint.trace.table import DEVICE_KINDS, category_mask, distinct_ints, sorted_order
+from kernlint.trace.arrays import distinct_ints, sorted_order
+from kernlint.trace.kinds import DEVICE_KINDS, category_mask
+from kernlint.trace.table import TableMemo
 
 _LISTED = 8   # launches named in a finding's message
+# (annotation, module, user frame) of an event -> its owner chain (_owner_chain), kept with the table.
+_OWNERS: TableMemo[dict[tuple[int, int, int], list[int]]] = TableMemo("launches-between-gemms owner chains")
 
 
 class MaxLaunchesBetweenGemms(CheckSpec, tag="max-launches-between-gemms"):
     max: int
-    device_categories: list[str] = msgspec.field(
+    device_categories: DeviceCategories = msgspec.field(
         default_factory=lambda: ["elementwise", "copy", "cast", "fill", "memcpy_dtod"])
-    op_categories: list[str] = msgspec.field(default_factory=lambda: ["elementwise", "copy", "cast", "fill"])
+    op_categories: OpCategories = msgspec.field(default_factory=lambda: ["elementwise", "copy", "cast", "fill"])
 
 
 def validate(rule):
@@ -43,7 +48,7 @@ def _owner_chain(index, row: int, cache: dict | None = None) -> list[int]:
     neither around it. Containers are left out. Events issued from the same range, module and frame share
     the answer (cached on the index's table, or in `cache`)."""
     if cache is None:
-        cache = index.table.derived.setdefault("launches_between_gemms_owners", {})
+        cache = index.table.caches.memo(_OWNERS, dict)
     key = (int(index.annotation[row]), int(index.module[row]), int(index.user_frame[row]))
     found = cache.get(key)
     if found is None:
@@ -223,7 +228,7 @@ def _pairs_one_by_one(rule, index, streams, is_gemm, listed_category, trees=None
     spec = rule.spec.check
     findings = []
     pairs = coarse_pairs = 0
-    chains = index.table.derived.setdefault("launches_between_gemms_owners", {})
+    chains = index.table.caches.memo(_OWNERS, dict)
     for rows in streams.values():
         last_gemm, last_owner, between, last_chain = -1, -1, [], []
         tops = index.top_op[rows].tolist()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
-from kernlint.rules.fields import Patterns
+from kernlint.rules.fields import DeviceCategories, EventKinds, OpCategories, Patterns
 from kernlint.rules.filters import needs_a_filter, scope_rows
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.rows import EventFilter
@@ -10,10 +10,10 @@ from kernlint.trace.rows import EventFilter
 
 class MaxCount(CheckSpec, tag="max-count"):
     max: int
-    kinds: list[str] = []
+    kinds: EventKinds = []
     names: Patterns = []
-    device_categories: list[str] = []
-    op_categories: list[str] = []
+    device_categories: DeviceCategories = []
+    op_categories: OpCategories = []
     nested: bool = False
 
 

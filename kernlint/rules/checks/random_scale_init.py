@@ -12,7 +12,7 @@ from kernlint.rules.checks._cost_text import cost_phrase
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, named_scopes, register
 from kernlint.rules.cost import finding_cost
 from kernlint.rules.evidence import numel, op_args
-from kernlint.rules.fields import Patterns
+from kernlint.rules.fields import Dtypes, Patterns
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.patterns import compile_pattern
 
@@ -21,8 +21,8 @@ _FP8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
 
 class RandomScaleInit(CheckSpec, tag="random-scale-init"):
     ops: Patterns                        # the random fills (regexes or @names): their first argument is written
-    scale_dtypes: list[str] = msgspec.field(default_factory=lambda: ["float32", "float8_e8m0fnu"])
-    fp8_dtypes: list[str] = msgspec.field(default_factory=lambda: list(_FP8))
+    scale_dtypes: Dtypes = msgspec.field(default_factory=lambda: ["float32", "float8_e8m0fnu"])
+    fp8_dtypes: Dtypes = msgspec.field(default_factory=lambda: list(_FP8))
     block: int = 128                     # the side of a weight block that one scale covers
 
 

@@ -40,22 +40,22 @@ from kernlint.rules.checks.base import (
     register,
 )
 from kernlint.rules.cost import finding_cost
-from kernlint.rules.fields import Patterns
+from kernlint.rules.fields import EventKinds, OpCategories, Patterns
 from kernlint.rules.result import Cost, Finding, RuleOutcome, decided, not_applicable
+from kernlint.trace.kinds import DEVICE_KINDS
 from kernlint.trace.names import named_pattern
 from kernlint.trace.rows import EventFilter, inside_any, outermost
 from kernlint.trace.scopes import Scope, ScopeIndex
 from kernlint.trace.syncs import unconfirmed_sync_ops
-from kernlint.trace.table import DEVICE_KINDS
 from kernlint.trace.window import window_edges
 
 _ALIGN_LIMIT = 20_000_000    # len(a) * len(b) above which the extra instance is taken to be the last one
 
 
 class RankDivergence(CheckSpec, tag="rank-divergence"):
-    kinds: list[str] = []                # host kinds compared: op, runtime (default: both)
+    kinds: EventKinds = []                # host kinds compared: op, runtime (default: both)
     names: Patterns = []
-    op_categories: list[str] = []        # host categories; ["*"] = every working op and launch
+    op_categories: OpCategories = []        # host categories; ["*"] = every working op and launch
     # A rank with more of some keys and fewer of others runs another program (uneven shards): by default it
     # is not compared. Syncs are few and each one costs: a sync rule compares such ranks too.
     compare_different_programs: bool = False

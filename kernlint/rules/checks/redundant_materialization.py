@@ -27,7 +27,7 @@ from kernlint.rules.evidence import (
     unit_of,
     uses_by_thread,
 )
-from kernlint.rules.fields import Pattern
+from kernlint.rules.fields import OpCategoryNames, Pattern
 from kernlint.rules.result import decided, not_applicable
 from kernlint.trace.patterns import PatternError, compile_pattern
 from kernlint.trace.rows import rows_matching
@@ -35,7 +35,7 @@ from kernlint.trace.rows import rows_matching
 
 class RedundantMaterialization(CheckSpec, tag="redundant-materialization"):
     producers: Pattern                           # regex (or @name) of the copying ops
-    consumer_categories: list[str]               # op categories that accept broadcast / strided inputs
+    consumer_categories: OpCategoryNames               # op categories that accept broadcast / strided inputs
     min_bytes: int = 0                           # of the copy's output
 
 

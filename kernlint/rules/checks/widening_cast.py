@@ -12,12 +12,13 @@ import numpy as np
 
 from kernlint.rules.checks.base import CheckKind, CheckSpec, make_finding, register
 from kernlint.rules.evidence import ITEMSIZE, casts, numel, scoped_evidence
+from kernlint.rules.fields import Dtypes
 from kernlint.rules.result import RuleOutcome, decided, not_applicable
 
 
 class WideningCast(CheckSpec, tag="widening-cast"):
-    from_dtypes: list[str]
-    to_dtypes: list[str]
+    from_dtypes: Dtypes
+    to_dtypes: Dtypes
     min_bytes: int = 0          # of the cast's output
     min_last_dim: int = 0       # of the cast tensor's last dimension (a vocabulary, not a hidden size)
 
