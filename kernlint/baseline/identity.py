@@ -57,8 +57,12 @@ def stable_name(text: str, host: str | None = None) -> str:
 def path_name(path: str | Path, root: str | Path | None = None, host: str | None = None) -> str:
     """The stable name of a trace file: its path below `root` (the folder it was found in, as given), each
     part stripped (stable_name) and the empty ones left out; for a file given by itself (no root), its name,
-    else the nearest of its three parent folders whose name says something."""
-    path = Path(path)
+    else the nearest of its three parent folders whose name says something. An entry that is one process of a
+    file recording several (`export.sqlite#pid-144`: kernlint.trace.sources) is named by its file: the pid
+    changes with every recording, the rank tells the processes apart."""
+    from kernlint.trace.sources import split_entry
+
+    path = split_entry(path)[0]
     if root is not None:
         try:
             parts = path.relative_to(root).parts

@@ -1,9 +1,12 @@
-"""Finding and reading trace files: Chrome-trace JSON from torch.profiler, plain or gzipped.
+"""Finding and reading trace files: Chrome-trace JSON from torch.profiler, plain or gzipped, and the other
+formats of the trace-source registry (kernlint.trace.sources: Nsight Systems' SQLite export, plugins).
 
 Accepted paths: a trace file (any name: gzip is detected by its magic bytes), or a folder, searched
-recursively, in which every `.json` / `.json.gz` file whose head is a kineto trace is taken, whatever its
-name (`rank-0.json.gz`, `worker0.<ms>.pt.trace.json`, `train.json`...). `discover_traces` also says which
-entries it passed over and why. Every problem with a trace raises TraceError naming the file.
+recursively, in which every file with a source's suffix that the source recognizes is taken: a `.json` /
+`.json.gz` file whose head is a kineto trace, whatever its name (`rank-0.json.gz`, `worker0.<ms>.pt.trace.json`,
+`train.json`...), an nsys `.sqlite` export. `discover_traces` also says which entries it passed over and why.
+`load_trace` reads a file with the source whose sniff accepts its head (kineto's when none does). Every problem
+with a trace raises TraceError naming the file.
 
 Reading is bounded: a trace larger than `max_bytes` of JSON (DEFAULT_MAX_TRACE_BYTES unless the caller
 says otherwise; the CLI's --max-trace-bytes) is refused with one TraceError before it is held in memory. A
@@ -39,8 +42,10 @@ from kernlint.trace import graph_evidence, names
 from kernlint.trace.columns import RawColumns
 from kernlint.trace.event_stream import EventStream, StreamFallback
 from kernlint.trace.graphs import attribute_replays
+from kernlint.trace.kinds import RUNTIME_CATEGORIES
 from kernlint.trace.schema import EVENTS_KEY_STRING, JSON_TOKEN, RawTrace, count_events_keys, trace_decoder
-from kernlint.trace.table import RUNTIME_CATEGORIES, EventTable, build_event_table
+from kernlint.trace.sources import entries_of, read_entry, source_of, sources_for_name, split_entry
+from kernlint.trace.table import EventTable, build_event_table
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 JSON_SUFFIXES = (".json", ".json.gz")   # a folder's files with these suffixes are sniffed for a trace head
@@ -112,6 +117,10 @@ def discover_traces(paths: Iterable[str | Path]) -> Discovery:
         try:
             st = path.stat()
         except OSError as exc:
+            file, part = split_entry(path)
+            if part is not None and file.is_file():   # one process of a file of several, named (FILE#pid-N)
+                found.files.append(path)
+                continue
             if path.is_symlink():
                 raise TraceError(path, _link_problem(exc)) from None
             if isinstance(exc, FileNotFoundError):
@@ -120,7 +129,7 @@ def discover_traces(paths: Iterable[str | Path]) -> Discovery:
         if stat.S_ISDIR(st.st_mode):
             _discover_folder(path, found)
         elif stat.S_ISREG(st.st_mode):
-            found.files.append(path)
+            found.files.extend(entries_of(path))   # a file of several processes (nsys): one entry each
         else:
             raise TraceError(path, f"not a regular file or folder ({file_kind(st.st_mode)})")
     seen: set[Path] = set()
@@ -179,12 +188,22 @@ def _discover_folder(folder: Path, found: Discovery) -> None:
                 skipped.append(SkippedEntry(path, f"not a regular file ({file_kind(st.st_mode)}); not opened",
                                             unreadable=True))
                 continue
-            if not entry.name.lower().endswith(JSON_SUFFIXES) or entry.name.endswith(RUN_METADATA_SUFFIX):
+            offered = [] if entry.name.endswith(RUN_METADATA_SUFFIX) else sources_for_name(entry.name)
+            if not offered:
                 ignored += 1   # another kind of file, or kernlint's own run metadata beside a trace
                 continue
-            problem = sniff_trace(path)
+            problem = None
+            for source in offered:   # the first source that recognizes it takes it; else the first one's reason
+                found_problem = source.recognizes(path)
+                if found_problem is None:
+                    problem = None
+                    break
+                problem = problem or found_problem
             if problem is None:
-                files.append(path)
+                try:
+                    files.extend(entries_of(path, source))
+                except TraceError as exc:
+                    skipped.append(SkippedEntry(path, f"cannot read: {exc.problem}", unreadable=True))
             else:
                 skipped.append(SkippedEntry(path, problem, unreadable=problem.startswith(_UNREADABLE_SNIFF)))
         pending.extend(reversed(subfolders))
@@ -681,6 +700,19 @@ def load_trace(path: str | Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
     Replays that nothing attributes but whose kernels carry graph node ids are attributed to PyTorch's own
     graph evidence when the trace (kernel annotations) or a file beside it (per-node stacks) has it
     (kernlint.trace.graph_evidence): the trace is then read again with that evidence merged in."""
+    path = Path(path)
+    source = source_of(split_entry(path)[0])
+    if source.merges_captures:
+        return source.read(path, max_bytes, captures=captures, outside_captures=outside_captures)
+    if captures or outside_captures:
+        raise TraceError(path, f"a {source.name} trace: CUDA-graph capture traces are merged into kineto traces "
+                               "only (leave out --capture)")
+    return read_entry(path, max_bytes)
+
+
+def read_kineto_trace(path: Path, max_bytes: int = DEFAULT_MAX_TRACE_BYTES, captures: Iterable[str | Path] = (),
+                      outside_captures: bool = False) -> EventTable:
+    """load_trace for a kineto trace (the kineto TraceSource's read)."""
     path = Path(path)
     captures = [Path(c) for c in captures]
     table = _load(path, max_bytes, captures, outside_captures, [])

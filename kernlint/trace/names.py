@@ -432,7 +432,7 @@ LIBRARY_FRAME = _Lazy(
     r"|^(contextlib|functools|threading|runpy|abc)\.py\("
     # kernlint's own driving code (the CLI, the API, the capture runner, the audit): it calls the profiled
     # step, it never is the user's scope. Its reference kernels and workloads stay user code.
-    r"|(^|/)kernlint/(cli|api|pytest_plugin|audit|pipeline|cases|rank_worker|__main__|capture/[a-z_]+)\.py\("
+    r"|(^|/)kernlint/(cli|cli/[a-z_]+|api|pytest_plugin|audit|pipeline|cases|rank_worker|__main__|capture/[a-z_]+)\.py\("
 )
 
 
@@ -756,3 +756,56 @@ def pattern_label(pattern: str) -> str:
         if value == pattern:
             return f"@{name}"
     return f"/{pattern}/"
+
+
+# -- Nsight Systems exports (kernlint.trace.sources.nsys): what its names are in kineto's words -------------------
+# CUPTI's callback names carry the API version nsys appends (`cudaLaunchKernel_v7000`,
+# `cudaStreamGetCaptureInfo_v2_v11030`); kineto writes the call's own name (`cudaStreamGetCaptureInfo_v2` keeps
+# its one-digit `_v2`).
+NSYS_API_VERSION = _Lazy("NSYS_API_VERSION", r"_v\d{4,}$")
+# Driver-API calls (`cuLaunchKernelEx`, `cuKernelGetAttribute`): kineto's cuda_driver category.
+DRIVER_API_CALL = _Lazy("DRIVER_API_CALL", r"^cu[A-Z]")
+# The NVTX ranges of torch.autograd.profiler.emit_nvtx (and `nsys --pytorch=autograd-nvtx`): one per
+# RecordFunction, its name followed by `, seq = N`, `, op_id = N`, `, sizes = [...]`, `, input_op_ids = [...]`.
+NVTX_RECORD_FUNCTION = _Lazy("NVTX_RECORD_FUNCTION",
+                             r"^(?P<name>.+?)(?:, seq = -?\d+)?, op_id = \d+(?:, sizes = .*?)?"
+                             r"(?:, input_op_ids = .*)?$")
+# ... of which an op (kineto's cpu_op: `aten::copy_`, `c10d::alltoall_base_`, an autograd Function such as
+# `FlashAttnFunc`) is a plain, possibly namespaced identifier; any other name (`FSDP::pre_forward (blocks.2)`,
+# `ProfilerStep#3`) is a record_function range (kineto's user_annotation).
+NVTX_OP_NAME = _Lazy("NVTX_OP_NAME", r"^[A-Za-z_][\w.]*(?:::[A-Za-z_][\w.]*)*$")
+# CUPTI's copy and memory kinds (CUpti_ActivityMemcpyKind, CUpti_ActivityMemoryKind) as kineto names them in
+# `Memcpy HtoD (Pageable -> Device)` and `Memset (Device)`.
+NSYS_COPY_KINDS: dict[int, str] = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
+                                   8: "DtoD", 9: "HtoH", 10: "PtoP"}
+NSYS_MEMORY_KINDS: dict[int, str] = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed",
+                                     5: "Device Static", 6: "Managed Static"}
+
+
+def nsys_runtime_name(name: str) -> tuple[str, str]:
+    """(kineto's name, kineto's category) of an nsys runtime-table call."""
+    name = NSYS_API_VERSION.sub("", name)
+    return name, "cuda_driver" if DRIVER_API_CALL.match(name) else "cuda_runtime"
+
+
+def nvtx_range(text: str) -> tuple[str, str]:
+    """(name, kineto's category) of an NVTX push/pop or start/end range: an emit_nvtx op range is the op
+    (`cpu_op`), any other range a user annotation."""
+    m = NVTX_RECORD_FUNCTION.match(text)
+    if m is None:
+        return text, "user_annotation"
+    name = m.group("name")
+    return name, "cpu_op" if NVTX_OP_NAME.match(name) else "user_annotation"
+
+
+def nsys_memcpy_name(copy_kind, src_kind, dst_kind) -> str:
+    kind = NSYS_COPY_KINDS.get(copy_kind) if isinstance(copy_kind, int) else None
+    if kind is None:
+        return "Memcpy"
+    src = NSYS_MEMORY_KINDS.get(src_kind, "Unknown") if isinstance(src_kind, int) else "Unknown"
+    dst = NSYS_MEMORY_KINDS.get(dst_kind, "Unknown") if isinstance(dst_kind, int) else "Unknown"
+    return f"Memcpy {kind} ({src} -> {dst})"
+
+
+def nsys_memset_name(mem_kind) -> str:
+    return f"Memset ({NSYS_MEMORY_KINDS.get(mem_kind, 'Unknown') if isinstance(mem_kind, int) else 'Unknown'})"
