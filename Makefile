@@ -18,7 +18,8 @@ PIP_INSTALL := $(PY) -m pip --disable-pip-version-check install --no-compile
 # 3.3 s from source, 1.7 s from its cache), and compiling all of site-packages up front takes 30 s.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: audit test install install-dev lint bench clean
+.PHONY: audit test install install-dev lint bench clean test-no-native test-no-compiler test-native-asan \
+        test-native-asan-quick
 
 # The venv itself, with torch: the system python's (GPU image) or the pinned CPU build.
 $(VENV)/.venv:
@@ -58,6 +59,27 @@ audit: install
 test: install-dev
 	bash scripts/install_browser.sh
 	$(PY) -m pytest -q -n auto --dist worksteal
+
+# The native reader's legs (README, "The native reader: CI legs"); CI runs test-no-native and
+# test-native-asan-quick after `make test`, whose tests/test_native_no_compiler.py is the no-compiler install.
+# The trace-reading tests with the built extension ignored (KERNLINT_NATIVE=0): traces read whole, every chunk
+# and every nesting walk by the Python path.
+NO_NATIVE_TESTS ?= tests/test_load.py tests/test_load_robustness.py tests/test_decode_traces.py
+test-no-native: install-dev
+	KERNLINT_NATIVE=0 $(PY) -m pytest -q -n 0 $(NO_NATIVE_TESTS)
+
+# kernlint built with CC=false (no working compiler) into a fresh venv: installs, and checks traces through
+# the Python path with the extension's findings.
+test-no-compiler: install-dev
+	$(PY) -m pytest -q -n 0 tests/test_native_no_compiler.py
+
+# The native tests with the extension built under AddressSanitizer + UndefinedBehaviorSanitizer
+# (KERNLINT_SANITIZE, setup.py) in a temporary folder, libasan preloaded; -quick: their C-heavy part.
+test-native-asan: install-dev
+	$(PY) scripts/native_sanitized.py
+
+test-native-asan-quick: install-dev
+	$(PY) scripts/native_sanitized.py --quick
 
 lint: install-dev
 	$(PY) -m ruff check kernlint tests bench scripts

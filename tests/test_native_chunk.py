@@ -32,7 +32,8 @@ TRACE_ROOTS = [p for p in (REPO / "fixtures", REPO.parent / "shared" / "traces-e
 
 native = native_module()
 pytestmark = pytest.mark.skipif(native is None, reason="kernlint.trace._kineto_chunk is not built (no C "
-                                "compiler at install, or `python setup.py build_ext --inplace` not run)")
+                                "compiler at install, or `python setup.py build_ext --inplace` not run) or "
+                                "KERNLINT_NATIVE=0 switches it off")
 
 
 # -- the two paths ------------------------------------------------------------------------------------------------
@@ -432,3 +433,37 @@ def test_truncated_and_damaged_buffers():
         assert native.decode_chunk(junk) is None
     with pytest.raises(TypeError):
         native.decode_chunk("[]")
+
+
+def test_events_read_in_place_from_any_start_never_crash():
+    """decode_events_at and skip_events (the streamed reader's calls) on an event array cut anywhere and read
+    from any byte: None, an answer or ValueError, never a crash (tests/test_event_stream.py checks their
+    answers; `make test-native-asan` runs this under AddressSanitizer). Where both answer, they agree on where
+    the events end."""
+    array = _sample_chunk()[1:]   # the elements after the array's '['
+    rng = random.Random(3)
+    bounds, at, status = [0], 0, 0   # just after each ',' between elements (where the stream resumes)
+    while status == 0:
+        status, at, _, _ = native.skip_events(array, at, 1, at == 0)
+        bounds.append(at)
+    starts = bounds[:60] + [1, len(array) - 1] + rng.sample(range(len(array)), 300)
+    answered = 0
+    for start in starts:
+        for cut in (len(array), rng.randint(start, len(array))):
+            buf = array[:cut]
+            for max_events, first in ((1, True), (3, False), (1 << 20, True)):
+                try:
+                    got = native.decode_events_at(buf, start, max_events, first)
+                    skipped = native.skip_events(buf, start, max_events, first)
+                except ValueError:
+                    assert start > cut
+                    continue
+                if got is not None and skipped is not None:
+                    assert got[:2] == skipped[:2], (start, cut, max_events)
+                    answered += 1
+    assert answered > 100
+    for bad in ((b"[]", -1, 1, True), (b"[]", 3, 1, True), (b"[]", 0, 0, True)):
+        with pytest.raises(ValueError):
+            native.decode_events_at(*bad)
+        with pytest.raises(ValueError):
+            native.skip_events(*bad)

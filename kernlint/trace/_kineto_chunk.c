@@ -28,6 +28,12 @@
  * C99, no third-party code. Floats: the exact fast path (a mantissa below 2**53 times or over an exact power
  * of ten up to 1e22: one correctly rounded IEEE operation), else PyOS_string_to_double (Python's own
  * correctly rounded, locale-independent conversion): the value Python's float() and msgspec give.
+ *
+ * Only the limited C API of Python 3.11 is used (setup.py builds it with Py_LIMITED_API: one abi3 wheel for
+ * every CPython from 3.11 on); memory is the C library's (PyMem_Raw* is not in that API; it is malloc too).
+ * The facts this file shares with the Python path (the event and argument keys, the phases and categories
+ * left out, the columns with their sources, defaults and stand-ins) are its tables below; tables() gives them
+ * to tests/test_native_tables.py, which asserts them against the Python side's.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -35,6 +41,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define OK 0
@@ -66,7 +73,7 @@ static int buf_reserve(Buf *b, size_t extra)
     cap = b->cap ? b->cap : 256;
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    p = PyMem_RawRealloc(b->data, cap);
+    p = realloc(b->data, cap);
     if (p == NULL)
         return NOMEM;
     b->data = p;
@@ -86,7 +93,7 @@ static int buf_append(Buf *b, const void *src, size_t n)
 
 static void buf_free(Buf *b)
 {
-    PyMem_RawFree(b->data);
+    free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
 }
@@ -102,7 +109,7 @@ static int room_for_one(void **items, size_t *cap, size_t count, size_t size, si
     n = *cap ? *cap * 2 : first;
     if (n > SIZE_MAX / size)
         return NOMEM;
-    p = PyMem_RawRealloc(*items, n * size);
+    p = realloc(*items, n * size);
     if (p == NULL)
         return NOMEM;
     *items = p;
@@ -155,9 +162,9 @@ static void table_free(Table *t)
     size_t i;
     for (i = 0; i < t->count; i++)
         if (t->entries[i].owned)
-            PyMem_RawFree((void *)t->entries[i].s);
-    PyMem_RawFree(t->entries);
-    PyMem_RawFree(t->slots);
+            free((void *)t->entries[i].s);
+    free(t->entries);
+    free(t->slots);
     memset(t, 0, sizeof(*t));
 }
 
@@ -167,7 +174,7 @@ static int table_rehash(Table *t, size_t nslots)
     size_t i, mask = nslots - 1;
     if (nslots > SIZE_MAX / sizeof(int32_t))
         return NOMEM;
-    slots = PyMem_RawMalloc(nslots * sizeof(int32_t));
+    slots = malloc(nslots * sizeof(int32_t));
     if (slots == NULL)
         return NOMEM;
     memset(slots, 0xff, nslots * sizeof(int32_t));
@@ -177,7 +184,7 @@ static int table_rehash(Table *t, size_t nslots)
             j = (j + 1) & mask;
         slots[j] = (int32_t)i;
     }
-    PyMem_RawFree(t->slots);
+    free(t->slots);
     t->slots = slots;
     t->nslots = nslots;
     return OK;
@@ -229,7 +236,7 @@ static int table_intern(Table *t, const unsigned char *s, size_t len, int copy, 
     e->owned = 0;
     e->s = s;
     if (copy) {
-        unsigned char *own = PyMem_RawMalloc(len ? len : 1);
+        unsigned char *own = malloc(len ? len : 1);
         if (own == NULL)
             return NOMEM;
         if (len)
@@ -795,13 +802,96 @@ static int read_value(Cursor *c, Value *v)
 /* ------------------------------------------------------------------------------------------------ */
 /* Events                                                                                            */
 
-/* Event keys (RawEvent's fields). */
+/* The tables shared with the Python path (tables() exports them; tests/test_native_tables.py asserts them
+ * against kernlint.trace.schema, kernlint.trace.columns and kernlint.trace.native_chunk). */
+
+/* Event keys: RawEvent's fields, in the order of their ids (event_key matches them). */
 enum { K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS, N_EVENT_KEYS };
-/* Argument keys (RawArgs' raw names). */
+static const char *const EVENT_KEYS[N_EVENT_KEYS] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "args"};
+
+/* Argument keys: RawArgs' field and its raw kineto name (schema.ARG_FIELDS), in the order of their ids
+ * (arg_key matches the raw names), and how read_arg reads the value: an id (a non-negative int or null), a
+ * Scalar int (an int, a numeric text, null), raw JSON (any value, kept as its text), a text (a string or
+ * null: the launch's kernel name). */
 enum {
     A_EXTERNAL_ID, A_CORRELATION, A_INPUT_DIMS, A_INPUT_DIMS_2021, A_INPUT_TYPES, A_INPUT_STRIDES,
     A_CONCRETE_INPUTS, A_ADDR, A_NBYTES, A_DEVICE_TYPE, A_DEVICE_ID, A_DEVICE, A_STREAM, A_MEMCPY_BYTES,
     A_PYTHON_ID, A_PYTHON_PARENT_ID, A_KERNEL, A_GRAPH_NODE_ID, A_GRAPH_NODE_ID_ALT, N_ARG_KEYS
+};
+enum { ARG_ID, ARG_SCALAR, ARG_RAW, ARG_TEXT };
+static const char *const ARG_KINDS[] = {"id", "scalar", "raw", "text"};
+
+typedef struct {
+    const char *field, *raw;
+    int kind;
+} ArgKey;
+
+static const ArgKey ARG_KEYS[N_ARG_KEYS] = {
+    {"external_id", "External id", ARG_ID},
+    {"correlation", "correlation", ARG_ID},
+    {"input_dims", "Input Dims", ARG_RAW},
+    {"input_dims_2021", "Input dims", ARG_RAW},
+    {"input_types", "Input type", ARG_RAW},
+    {"input_strides", "Input Strides", ARG_RAW},
+    {"concrete_inputs", "Concrete Inputs", ARG_RAW},
+    {"addr", "Addr", ARG_SCALAR},
+    {"nbytes", "Bytes", ARG_SCALAR},
+    {"device_type", "Device Type", ARG_SCALAR},
+    {"device_id", "Device Id", ARG_SCALAR},
+    {"device", "device", ARG_SCALAR},
+    {"stream", "stream", ARG_SCALAR},
+    {"memcpy_bytes", "bytes", ARG_SCALAR},
+    {"python_id", "Python id", ARG_ID},
+    {"python_parent_id", "Python parent id", ARG_ID},
+    {"launch_kernel", "kernel", ARG_TEXT},
+    {"graph_node_id", "graph node id", ARG_ID},
+    {"graph_node_id_alt", "graphNodeId", ARG_ID},
+};
+
+/* Phases and categories of events that are left out (columns.SKIPPED_PHASES, columns.SKIPPED_CATS). */
+static const char SKIPPED_PHASES[] = "Msftben";   /* each a one-letter phase */
+#define N_SKIPPED_CATS 2
+static const char *const SKIPPED_CATS[N_SKIPPED_CATS] = {"ac2g", "flow"};
+static const char COMPLETE_PHASE[] = "X";         /* the `complete` flag: ph == "X" */
+
+/* The int64 columns (native_chunk.INT_FIELDS, then ID_FIELDS): the argument read, the one read where that is
+ * absent or null (-1: none), and the value where both are (or the event has no args object). */
+typedef struct {
+    const char *name;
+    int first, second;
+    int64_t dflt;
+} IntColumn;
+
+static const IntColumn INT_COLUMNS[5] = {
+    {"bytes", A_NBYTES, A_MEMCPY_BYTES, 0},
+    {"device", A_DEVICE, A_DEVICE_ID, -1},
+    {"stream", A_STREAM, -1, -1},
+    {"device_type", A_DEVICE_TYPE, -1, -1},
+    {"addr", A_ADDR, -1, 0},
+};
+static const IntColumn ID_COLUMNS[5] = {
+    {"correlation", A_CORRELATION, -1, -1},
+    {"external_id", A_EXTERNAL_ID, -1, -1},
+    {"python_id", A_PYTHON_ID, -1, -1},
+    {"python_parent_id", A_PYTHON_PARENT_ID, -1, -1},
+    {"graph_node", A_GRAPH_NODE_ID, A_GRAPH_NODE_ID_ALT, -1},
+};
+
+/* The text columns (native_chunk.TEXT_FIELDS; their tables below are T_*), and the text of an event whose
+ * value is unusable or absent (pid / tid: columns.BAD_THREAD). */
+enum { T_NAME, T_CAT, T_PID, T_TID, T_KERNEL };
+static const char *const TEXT_COLUMNS[5] = {"name", "cat", "pid", "tid", "launch_kernel"};
+static const char *const BAD_TEXT[5] = {"", "", "?", "?", ""};
+
+/* The u8 rows (native_chunk.add_decoded reads them in this order). */
+enum { F_COMPLETE, F_BAD_TS, F_BAD_DUR, F_BAD_NAME, F_BAD_CAT, F_BAD_PID, F_BAD_TID, N_FLAGS };
+static const char *const FLAGS[N_FLAGS] = {"complete", "bad_ts", "bad_dur", "bad_name", "bad_cat", "bad_pid",
+                                           "bad_tid"};
+
+/* The shape arguments of an event, as arg_lengths and arg_blob give them (columns.OpArgsStore: DIMS, TYPES,
+ * CONCRETE, STRIDES): the argument, or the second where the first is absent (-1: none). */
+static const int SHAPE_ARGS[4][2] = {
+    {A_INPUT_DIMS, A_INPUT_DIMS_2021}, {A_INPUT_TYPES, -1}, {A_CONCRETE_INPUTS, -1}, {A_INPUT_STRIDES, -1},
 };
 
 /* Keys by length, then bytes (memcmp of a constant length: inlined). */
@@ -864,7 +954,7 @@ typedef struct {
     int64_t ints[5];
     int64_t ids[5];
     int32_t codes[5];
-    unsigned char flags[7];
+    unsigned char flags[N_FLAGS];
 } Record;
 
 typedef struct {
@@ -887,9 +977,6 @@ typedef struct {
     int64_t last_int[5];
     int32_t last_int_code[5];
 } Ctx;
-
-enum { T_NAME, T_CAT, T_PID, T_TID, T_KERNEL };
-enum { F_COMPLETE, F_BAD_TS, F_BAD_DUR, F_BAD_NAME, F_BAD_CAT, F_BAD_PID, F_BAD_TID };
 
 static int check_time(Ctx *x, const Value *v, double *out)
 {
@@ -943,20 +1030,18 @@ static int read_arg(Ctx *x, Event *e, int id)
     v->numeric = 0;
     if (read_value(&x->c, v) != OK)
         return FALLBACK;
-    switch (id) {
-    case A_INPUT_DIMS: case A_INPUT_DIMS_2021: case A_INPUT_TYPES: case A_INPUT_STRIDES:
-    case A_CONCRETE_INPUTS:
+    switch (ARG_KEYS[id].kind) {
+    case ARG_RAW:
         return OK;   /* raw JSON, any value */
-    case A_EXTERNAL_ID: case A_CORRELATION: case A_PYTHON_ID: case A_PYTHON_PARENT_ID:
-    case A_GRAPH_NODE_ID: case A_GRAPH_NODE_ID_ALT:
+    case ARG_ID:
         if (v->kind == V_NULL)
             return OK;
         if (v->kind != V_INT || v->big || v->i < 0)
             return FALLBACK;
         return OK;
-    case A_KERNEL:
+    case ARG_TEXT:
         return v->kind == V_NULL || v->kind == V_STR ? OK : FALLBACK;
-    default:   /* the Scalar ints */
+    default:   /* ARG_SCALAR: the Scalar ints */
         if (v->kind == V_NULL)
             return OK;
         if (v->kind == V_STR)
@@ -1108,7 +1193,7 @@ static int intern_thread(Ctx *x, int table, const Event *e, int key, int32_t *co
     *bad = 0;
     if (!(e->seen & (1u << key)) || v->kind == V_NULL) {
         *bad = 1;
-        return table_intern(&x->tables[table], (cptr) "?", 1, 0, code);
+        return table_intern(&x->tables[table], (cptr)BAD_TEXT[table], strlen(BAD_TEXT[table]), 0, code);
     }
     if (v->kind == V_STR)
         return intern_value(x, table, v, code);
@@ -1144,7 +1229,7 @@ static int intern_text(Ctx *x, int table, const Event *e, int key, int32_t *code
         return intern_value(x, table, v, code);
     }
     *bad = 1;
-    return table_intern(&x->tables[table], (cptr) "", 0, 0, code);
+    return table_intern(&x->tables[table], (cptr)BAD_TEXT[table], strlen(BAD_TEXT[table]), 0, code);
 }
 
 /* An id or int argument: its value (1), or absent / null (0: *out = dflt). A numeric text sets *text
@@ -1173,13 +1258,16 @@ static int64_t int_or(const Event *e, int id, int64_t dflt, int *text)
     return v;
 }
 
-/* The first of two arguments that is present and not null, else the second, else `dflt`. */
-static int64_t int_either(const Event *e, int first, int second, int64_t dflt, int *text)
+/* A column's value: its first argument where present and not null, else its second (where it has one), else
+ * its default. */
+static int64_t column_value(const Event *e, const IntColumn *col, int *text)
 {
     int64_t v;
-    if (int_arg(e, first, dflt, &v, text))
+    if (col->second < 0)
+        return int_or(e, col->first, col->dflt, text);
+    if (int_arg(e, col->first, col->dflt, &v, text))
         return v;
-    return int_or(e, second, dflt, text);
+    return int_or(e, col->second, col->dflt, text);
 }
 
 static int keep_event(Ctx *x, const Event *e)
@@ -1193,7 +1281,7 @@ static int keep_event(Ctx *x, const Event *e)
     memset(r->flags, 0, sizeof(r->flags));
     if ((e->seen & (1u << K_PH)) && e->f[K_PH].kind == V_STR) {
         int eq;
-        if (equals_text(x, &e->f[K_PH], "X", 1, &eq) != OK)
+        if (equals_text(x, &e->f[K_PH], COMPLETE_PHASE, sizeof(COMPLETE_PHASE) - 1, &eq) != OK)
             return NOMEM;
         r->flags[F_COMPLETE] = (unsigned char)eq;
     }
@@ -1220,46 +1308,41 @@ static int keep_event(Ctx *x, const Event *e)
     if (has_args && (e->arg_seen & (1u << A_KERNEL)) && e->a[A_KERNEL].kind == V_STR)
         rc = intern_value(x, T_KERNEL, &e->a[A_KERNEL], &r->codes[T_KERNEL]);
     else
-        rc = table_intern(&x->tables[T_KERNEL], (cptr) "", 0, 0, &r->codes[T_KERNEL]);
+        rc = table_intern(&x->tables[T_KERNEL], (cptr)BAD_TEXT[T_KERNEL], strlen(BAD_TEXT[T_KERNEL]), 0,
+                          &r->codes[T_KERNEL]);
     if (rc != OK)
         return rc;
     if (has_args) {
         int text[5] = {0, 0, 0, 0, 0}, ids_text = 0, k;
-        r->ints[0] = int_either(e, A_NBYTES, A_MEMCPY_BYTES, 0, &text[0]);
-        r->ints[1] = int_either(e, A_DEVICE, A_DEVICE_ID, -1, &text[1]);
-        r->ints[2] = int_or(e, A_STREAM, -1, &text[2]);
-        r->ints[3] = int_or(e, A_DEVICE_TYPE, -1, &text[3]);
-        r->ints[4] = int_or(e, A_ADDR, 0, &text[4]);
-        r->ids[0] = int_or(e, A_CORRELATION, -1, &ids_text);
-        r->ids[1] = int_or(e, A_EXTERNAL_ID, -1, &ids_text);
-        r->ids[2] = int_or(e, A_PYTHON_ID, -1, &ids_text);
-        r->ids[3] = int_or(e, A_PYTHON_PARENT_ID, -1, &ids_text);
-        r->ids[4] = int_either(e, A_GRAPH_NODE_ID, A_GRAPH_NODE_ID_ALT, -1, &ids_text);
+        for (k = 0; k < 5; k++) {
+            r->ints[k] = column_value(e, &INT_COLUMNS[k], &text[k]);
+            r->ids[k] = column_value(e, &ID_COLUMNS[k], &ids_text);   /* ids are never text (read_arg) */
+        }
         for (k = 0; k < 5; k++) {
             x->int_text[k] |= text[k];
             if (!text[k] && (r->ints[k] > (int64_t)TWO_53 || r->ints[k] < -(int64_t)TWO_53))
                 x->int_big[k] = 1;
         }
     } else {
-        r->ints[0] = 0;
-        r->ints[1] = r->ints[2] = r->ints[3] = -1;
-        r->ints[4] = 0;
-        r->ids[0] = r->ids[1] = r->ids[2] = r->ids[3] = r->ids[4] = -1;
+        int k;
+        for (k = 0; k < 5; k++) {
+            r->ints[k] = INT_COLUMNS[k].dflt;
+            r->ids[k] = ID_COLUMNS[k].dflt;
+        }
     }
     if (has_args) {
-        static const int shape[5] = {A_INPUT_DIMS, A_INPUT_DIMS_2021, A_INPUT_TYPES, A_CONCRETE_INPUTS,
-                                     A_INPUT_STRIDES};
         uint32_t mask = 0;
-        int k;
-        for (k = 0; k < 5; k++)
-            mask |= 1u << shape[k];
+        int k, j;
+        for (k = 0; k < 4; k++)
+            for (j = 0; j < 2; j++)
+                if (SHAPE_ARGS[k][j] >= 0)
+                    mask |= 1u << SHAPE_ARGS[k][j];
         if (e->arg_seen & mask) {
             ArgRow row;
             int which[4];
-            which[0] = (e->arg_seen & (1u << A_INPUT_DIMS)) ? A_INPUT_DIMS : A_INPUT_DIMS_2021;
-            which[1] = A_INPUT_TYPES;
-            which[2] = A_CONCRETE_INPUTS;
-            which[3] = A_INPUT_STRIDES;
+            for (k = 0; k < 4; k++)
+                which[k] = SHAPE_ARGS[k][1] < 0 || (e->arg_seen & (1u << SHAPE_ARGS[k][0])) ? SHAPE_ARGS[k][0]
+                                                                                             : SHAPE_ARGS[k][1];
             row.row = (int64_t)x->nrecs;
             for (k = 0; k < 4; k++) {
                 if (e->arg_seen & (1u << which[k])) {
@@ -1286,17 +1369,16 @@ static int is_skipped(Ctx *x, const Event *e, int *skipped)
         int copy;
         if (string_bytes(x, &e->f[K_PH], &s, &len, &copy) != OK)
             return NOMEM;
-        if (len == 1 && memchr("Msftben", s[0], 7) != NULL) {
+        if (len == 1 && memchr(SKIPPED_PHASES, s[0], sizeof(SKIPPED_PHASES) - 1) != NULL) {
             *skipped = 1;
             return OK;
         }
     }
     if ((e->seen & (1u << K_CAT)) && e->f[K_CAT].kind == V_STR) {
-        int eq;
-        if (equals_text(x, &e->f[K_CAT], "ac2g", 4, &eq) != OK)
-            return NOMEM;
-        if (!eq && equals_text(x, &e->f[K_CAT], "flow", 4, &eq) != OK)
-            return NOMEM;
+        int eq = 0, k;
+        for (k = 0; k < N_SKIPPED_CATS && !eq; k++)
+            if (equals_text(x, &e->f[K_CAT], SKIPPED_CATS[k], strlen(SKIPPED_CATS[k]), &eq) != OK)
+                return NOMEM;
         *skipped = eq;
     }
     return OK;
@@ -1380,7 +1462,7 @@ static PyObject *new_bytes(size_t size, char **data)
         return PyErr_NoMemory();
     b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
     if (b != NULL)
-        *data = PyBytes_AS_STRING(b);
+        *data = PyBytes_AsString(b);
     return b;
 }
 
@@ -1397,7 +1479,7 @@ static PyObject *build_uniques(Table *t)
             Py_DECREF(list);
             return NULL;
         }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, s);
+        PyList_SetItem(list, (Py_ssize_t)i, s);   /* steals s; cannot fail: a new list, i in range */
     }
     return list;
 }
@@ -1420,7 +1502,7 @@ static PyObject *build_result(Ctx *x)
     if ((i64 = new_bytes(n * 10 * sizeof(int64_t), &pi64)) == NULL
         || (f64 = new_bytes(n * 2 * sizeof(double), &pf64)) == NULL
         || (i32 = new_bytes(n * 5 * sizeof(int32_t), &pi32)) == NULL
-        || (u8 = new_bytes(n * 7, &pu8)) == NULL
+        || (u8 = new_bytes(n * N_FLAGS, &pu8)) == NULL
         || (arg_rows = new_bytes(m * sizeof(int64_t), &prows)) == NULL
         || (arg_lengths = new_bytes(m * 4 * sizeof(int64_t), &plengths)) == NULL
         || (blob = new_bytes(blob_len, &pblob)) == NULL)
@@ -1439,7 +1521,7 @@ static PyObject *build_result(Ctx *x)
             }
             of[i] = r->ts;
             of[n + i] = r->dur;
-            for (k = 0; k < 7; k++)
+            for (k = 0; k < N_FLAGS; k++)
                 ou[k * n + i] = r->flags[k];
         }
     }
@@ -1470,7 +1552,7 @@ static PyObject *build_result(Ctx *x)
             }
             goto done;
         }
-        PyTuple_SET_ITEM(uniques, (Py_ssize_t)k, list);
+        PyTuple_SetItem(uniques, (Py_ssize_t)k, list);   /* steals list; cannot fail */
     }
     result = Py_BuildValue("(nnOOOOOOOO)", (Py_ssize_t)n, (Py_ssize_t)x->others, i64, f64, i32, u8, uniques,
                            arg_rows, arg_lengths, blob);
@@ -1489,7 +1571,7 @@ done:
 static void ctx_free(Ctx *x)
 {
     int k;
-    PyMem_RawFree(x->recs);
+    free(x->recs);
     x->recs = NULL;
     for (k = 0; k < 5; k++)
         table_free(&x->tables[k]);
@@ -1692,8 +1774,8 @@ static PyObject *nest_walk(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOOO!O!Oi", &part_o, &ts_o, &end_o, &dur_o, &PyTuple_Type, &flags_o,
                           &PyTuple_Type, &outs_o, &top_o, &op_kind))
         return NULL;
-    nk = PyTuple_GET_SIZE(flags_o);
-    if (nk > MAX_KINDS || PyTuple_GET_SIZE(outs_o) != nk || op_kind >= nk) {
+    nk = PyTuple_Size(flags_o);
+    if (nk > MAX_KINDS || PyTuple_Size(outs_o) != nk || op_kind >= nk) {
         PyErr_SetString(PyExc_ValueError, "flags and outs: one per kind, at most 8");
         return NULL;
     }
@@ -1710,10 +1792,10 @@ static PyObject *nest_walk(PyObject *module, PyObject *args)
     if (get_array(top_o, &top, 8, n, 1) != 0)
         goto done;
     for (; got_flags < nk; got_flags++)
-        if (get_array(PyTuple_GET_ITEM(flags_o, got_flags), &flags[got_flags], 1, n, 0) != 0)
+        if (get_array(PyTuple_GetItem(flags_o, got_flags), &flags[got_flags], 1, n, 0) != 0)
             goto done;
     for (; got_outs < nk; got_outs++)
-        if (get_array(PyTuple_GET_ITEM(outs_o, got_outs), &outs[got_outs], 8, n, 1) != 0)
+        if (get_array(PyTuple_GetItem(outs_o, got_outs), &outs[got_outs], 8, n, 1) != 0)
             goto done;
     {
         const int64_t *rows = part.buf;
@@ -1754,7 +1836,7 @@ static PyObject *nest_walk(PyObject *module, PyObject *args)
     failed = 0;
 done:
     for (k = 0; k < MAX_KINDS; k++)
-        PyMem_RawFree(stacks[k].items);
+        free(stacks[k].items);
     for (k = 0; k < got_flags; k++)
         PyBuffer_Release(&flags[k]);
     for (k = 0; k < got_outs; k++)
@@ -1769,7 +1851,149 @@ done:
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------------------------------------ */
+/* The tables, for the tests                                                                         */
+
+/* A tuple of n strings; NULL with an exception set. */
+static PyObject *str_tuple(const char *const *items, Py_ssize_t n)
+{
+    Py_ssize_t i;
+    PyObject *t = PyTuple_New(n);
+    if (t == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *s = PyUnicode_FromString(items[i]);
+        if (s == NULL || PyTuple_SetItem(t, i, s) != 0) {
+            Py_DECREF(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+/* The raw name of argument `id`, or None for -1. */
+static PyObject *arg_name(int id)
+{
+    if (id < 0)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(ARG_KEYS[id].raw);
+}
+
+/* ((name, first argument's raw name, second's or None, default), ...) of n int columns. */
+static PyObject *int_columns(const IntColumn *cols, Py_ssize_t n)
+{
+    Py_ssize_t i;
+    PyObject *t = PyTuple_New(n);
+    if (t == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *first = arg_name(cols[i].first), *second = arg_name(cols[i].second), *item = NULL;
+        if (first != NULL && second != NULL)
+            item = Py_BuildValue("(sOOL)", cols[i].name, first, second, (long long)cols[i].dflt);
+        Py_XDECREF(first);
+        Py_XDECREF(second);
+        if (item == NULL || PyTuple_SetItem(t, i, item) != 0) {
+            Py_DECREF(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+/* The argument keys: ((field, raw name, kind), ...) in the order of their ids. */
+static PyObject *arg_keys(void)
+{
+    Py_ssize_t i;
+    PyObject *t = PyTuple_New(N_ARG_KEYS);
+    if (t == NULL)
+        return NULL;
+    for (i = 0; i < N_ARG_KEYS; i++) {
+        PyObject *item = Py_BuildValue("(sss)", ARG_KEYS[i].field, ARG_KEYS[i].raw, ARG_KINDS[ARG_KEYS[i].kind]);
+        if (item == NULL || PyTuple_SetItem(t, i, item) != 0) {
+            Py_DECREF(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+static PyObject *shape_args(void)
+{
+    Py_ssize_t k;
+    PyObject *t = PyTuple_New(4);
+    if (t == NULL)
+        return NULL;
+    for (k = 0; k < 4; k++) {
+        PyObject *first = arg_name(SHAPE_ARGS[k][0]), *second = arg_name(SHAPE_ARGS[k][1]), *item = NULL;
+        if (first != NULL && second != NULL)
+            item = PyTuple_Pack(2, first, second);
+        Py_XDECREF(first);
+        Py_XDECREF(second);
+        if (item == NULL || PyTuple_SetItem(t, k, item) != 0) {
+            Py_DECREF(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+PyDoc_STRVAR(tables_doc,
+"tables() -> dict\n\n"
+"The facts this module shares with the Python path, as its decoding uses them: event_keys (RawEvent's fields),\n"
+"arg_keys ((field, raw name, kind) of RawArgs), skipped_phases, skipped_cats, complete_phase, int_columns and\n"
+"id_columns ((name, argument, fallback argument or None, default) per column, in the order of the i64 rows),\n"
+"text_columns, bad_text (the stand-in text per text column), flags (the u8 rows), shape_args ((argument,\n"
+"fallback or None) per field of arg_lengths), max_kinds (nest_walk), max_depth. SystemError where a key\n"
+"matcher disagrees with its table.");
+
+static PyObject *tables(PyObject *module, PyObject *unused)
+{
+    char letters[sizeof(SKIPPED_PHASES) - 1][2];
+    const char *phase_names[sizeof(SKIPPED_PHASES) - 1];
+    size_t i;
+    PyObject *parts[10] = {NULL}, *result = NULL;
+    (void)module;
+    (void)unused;
+    /* the matchers (switches on length and bytes, for speed) find every key of their table at its id */
+    for (i = 0; i < N_EVENT_KEYS; i++)
+        if (event_key((cptr)EVENT_KEYS[i], strlen(EVENT_KEYS[i])) != (int)i) {
+            PyErr_Format(PyExc_SystemError, "event_key does not match %s", EVENT_KEYS[i]);
+            return NULL;
+        }
+    for (i = 0; i < N_ARG_KEYS; i++)
+        if (arg_key((cptr)ARG_KEYS[i].raw, strlen(ARG_KEYS[i].raw)) != (int)i) {
+            PyErr_Format(PyExc_SystemError, "arg_key does not match %s", ARG_KEYS[i].raw);
+            return NULL;
+        }
+    for (i = 0; i < sizeof(SKIPPED_PHASES) - 1; i++) {
+        letters[i][0] = SKIPPED_PHASES[i];
+        letters[i][1] = '\0';
+        phase_names[i] = letters[i];
+    }
+    if ((parts[0] = str_tuple(EVENT_KEYS, N_EVENT_KEYS)) == NULL
+        || (parts[1] = arg_keys()) == NULL
+        || (parts[2] = str_tuple(phase_names, (Py_ssize_t)(sizeof(SKIPPED_PHASES) - 1))) == NULL
+        || (parts[3] = str_tuple(SKIPPED_CATS, N_SKIPPED_CATS)) == NULL
+        || (parts[4] = int_columns(INT_COLUMNS, 5)) == NULL
+        || (parts[5] = int_columns(ID_COLUMNS, 5)) == NULL
+        || (parts[6] = str_tuple(TEXT_COLUMNS, 5)) == NULL
+        || (parts[7] = str_tuple(BAD_TEXT, 5)) == NULL
+        || (parts[8] = str_tuple(FLAGS, N_FLAGS)) == NULL
+        || (parts[9] = shape_args()) == NULL)
+        goto done;
+    result = Py_BuildValue("{sOsOsOsOsssOsOsOsOsOsOsisi}", "event_keys", parts[0], "arg_keys", parts[1],
+                           "skipped_phases", parts[2], "skipped_cats", parts[3], "complete_phase", COMPLETE_PHASE,
+                           "int_columns", parts[4], "id_columns", parts[5], "text_columns", parts[6],
+                           "bad_text", parts[7], "flags", parts[8], "shape_args", parts[9],
+                           "max_kinds", MAX_KINDS, "max_depth", MAX_DEPTH);
+done:
+    for (i = 0; i < 10; i++)
+        Py_XDECREF(parts[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"tables", tables, METH_NOARGS, tables_doc},
     {"nest_walk", nest_walk, METH_VARARGS, nest_walk_doc},
     {"decode_chunk", decode_chunk, METH_O, decode_chunk_doc},
     {"decode_events_at", decode_events_at, METH_VARARGS, decode_events_at_doc},
@@ -1787,8 +2011,8 @@ static void seed_hash(void)
 {
     PyObject *os = PyImport_ImportModule("os");
     PyObject *bytes = os ? PyObject_CallMethod(os, "urandom", "i", 8) : NULL;
-    if (bytes && PyBytes_Check(bytes) && PyBytes_GET_SIZE(bytes) == 8)
-        memcpy(&hash_seed, PyBytes_AS_STRING(bytes), 8);
+    if (bytes && PyBytes_Check(bytes) && PyBytes_Size(bytes) == 8)
+        memcpy(&hash_seed, PyBytes_AsString(bytes), 8);
     else
         PyErr_Clear();   /* no randomness at hand: the fixed seed, as before (only slower on crafted names) */
     Py_XDECREF(bytes);

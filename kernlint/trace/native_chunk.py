@@ -6,9 +6,14 @@ The extension answers only the plain case (every field of the type kineto writes
 key, numbers that fit) and is exact where it answers; anything else is None here, and the caller decodes that
 chunk with the Python path, which keeps every damage rule. The extension is optional (a wheel built without a
 C compiler has none): without it every call is None.
+
+KERNLINT_NATIVE=0 in the environment (read once, at the first use) makes kernlint ignore a built extension:
+every trace is then read whole and decoded by the Python path, as where none is built (the CI leg that runs
+the trace tests without it, `make test-no-native`).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,17 +30,23 @@ _BAD_TEXT = ("name", "cat", "pid", "tid")   # u8 rows 3..6; rows 0..2: complete,
 
 _module = None
 _tried = False
+# The values of KERNLINT_NATIVE that switch the extension off (anything else, or unset: used where built).
+SWITCHED_OFF = frozenset({"0", "off", "no", "false"})
 
 
 def native_module():
-    """The extension module, or None where it was not built (imported on first use)."""
+    """The extension module, or None where it was not built or KERNLINT_NATIVE=0 switches it off (imported on
+    first use)."""
     global _module, _tried
     if not _tried:
         _tried = True
-        try:
-            from kernlint.trace import _kineto_chunk
-        except ImportError:
+        if os.environ.get("KERNLINT_NATIVE", "").strip().lower() in SWITCHED_OFF:
             _kineto_chunk = None
+        else:
+            try:
+                from kernlint.trace import _kineto_chunk
+            except ImportError:
+                _kineto_chunk = None
         _module = _kineto_chunk
     return _module
 
@@ -106,7 +117,7 @@ def add_ids(ids: IdValues, at: int, values: np.ndarray) -> None:
 
 def nest_walk_native(part: np.ndarray, ts: np.ndarray, end: np.ndarray, dur: np.ndarray, flags: list,
                      outs: list, top: np.ndarray, op_kind: int) -> bool:
-    """kernlint.trace.table's nesting walk of one thread in C, written into `outs` and `top` in place (see
+    """kernlint.trace.nesting's walk of one thread in C, written into `outs` and `top` in place (see
     the extension's nest_walk); False, with nothing written, where the extension is not built."""
     module = native_module()
     if module is None or not hasattr(module, "nest_walk"):
