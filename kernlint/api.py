@@ -52,7 +52,8 @@ from kernlint.rules.result import (
 )
 from kernlint.rules.severity import SEVERITY_ORDER
 
-__all__ = ["CheckReport", "ProfiledBlock", "RuleViolation", "check", "profiling", "resolve_rules", "split_rules"]
+__all__ = ["CheckReport", "ProfiledBlock", "RuleViolation", "check", "profiling", "resolve_rules", "resolve_settings",
+           "split_rules"]
 
 # When a saved trace (save_trace=) is kept: always, or only when the check did not pass.
 KEEP_TRACE = ("always", "failed")
@@ -102,6 +103,11 @@ class CheckReport(CheckResult):
     """
 
     fail_on: str = "warning"
+
+    @classmethod
+    def of(cls, result: CheckResult, fail_on: str) -> CheckReport:
+        """The pipeline's CheckResult as a CheckReport under `fail_on` (the exit policy it was made with)."""
+        return cls(**{f.name: getattr(result, f.name) for f in dataclasses.fields(CheckResult)}, fail_on=fail_on)
 
     @property
     def failing(self) -> list[Finding]:
@@ -207,18 +213,53 @@ def split_rules(rules: str | os.PathLike | Iterable[str | os.PathLike] | None) -
 
 
 def resolve_rules(rules: str | os.PathLike | Iterable[str | os.PathLike] | None = None, *,
-                  select: Iterable[str] = (), ignore: Iterable[str] = (), builtin: bool = True,
+                  select: Iterable[str] = (), ignore: Iterable[str] = (), builtin: bool | None = None,
                   config: Any = None) -> list:
     """The rules a check applies: the shipped rules (unless `builtin` is False) plus the rule paths in
     `rules`, narrowed to the selectors in `rules` and `select`, minus `ignore`. `config`: a project's
-    kernlint.config.Config whose [severity] applies, as `kernlint check` applies it. A selector that matches
-    no rule is a ConfigError; a bad rule file a RuleFileError."""
-    from kernlint.config import Config, configured_rules
-    from kernlint.rules.loader import select_rules
+    kernlint.config.Config (None: none) whose rules, [severity], [min-cost] and selection apply first, as
+    `kernlint check` applies them (kernlint.config.selected_rules). A selector that matches no rule is a
+    ConfigError; a bad rule file a RuleFileError."""
+    from kernlint.config import Config, selected_rules
 
     paths, selectors = split_rules(rules)
-    loaded = configured_rules(config if config is not None else Config(), paths, builtin=builtin)
-    return select_rules(loaded, selectors + _selectors(select), _selectors(ignore, "ignore"))
+    chosen = [*selectors, *_selectors(select)]
+    return selected_rules(config if config is not None else Config(), extra_rule_paths=paths, builtin=builtin,
+                          select=chosen or None, ignore=_selectors(ignore, "ignore"))
+
+
+def resolve_settings(rules: str | os.PathLike | Iterable[str | os.PathLike] | None = None, *,
+                     select: Iterable[str] = (), ignore: Iterable[str] = (), fail_on: str | None = None,
+                     builtin: bool | None = None, max_trace_bytes: int | None = None, config: Any = None,
+                     isolated: bool = False, cwd: str | os.PathLike | None = None):
+    """The settings of an API check (a kernlint.config.CheckSettings), resolved as `kernlint check` resolves
+    them: `config` is a kernlint.config.Config, a config file's path, or None for the kernlint.toml /
+    pyproject.toml [tool.kernlint] found from `cwd` (default: the working directory) upward; `isolated=True`
+    reads none (as `--isolated`). An argument given wins over the config, which wins over the default; the
+    config's rules, [severity], [min-cost], selection, [per-source-ignores], [path-map], source-root and
+    [thresholds] apply, and the suppressions file (kernlint-suppressions.json in the working directory) and
+    inline `# kernlint: ignore[...]` comments too. An unknown key in the config is a warning
+    (kernlint.config.ConfigWarning's line, as a Python UserWarning), never an error."""
+    import warnings
+
+    from kernlint.config import Config, resolve_check, resolve_config
+
+    if fail_on is not None:
+        _check_fail_on(fail_on)
+    if isinstance(config, Config):
+        if isolated:
+            raise ConfigError(None, "config and isolated=True cannot be combined (isolated reads no config)")
+        project = config
+    elif config is None or isinstance(config, (str, os.PathLike)):
+        project = resolve_config(config, isolated=isolated, cwd=Path(cwd) if cwd is not None else None)
+    else:
+        raise TypeError(f"config: expected a path or a kernlint.config.Config, got {type(config).__name__}")
+    for warning in project.warnings:
+        warnings.warn(warning.one_line(), UserWarning, stacklevel=3)
+    paths, selectors = split_rules(rules)
+    chosen = [*selectors, *_selectors(select)]
+    return resolve_check(project, extra_rule_paths=paths, builtin=builtin, select=chosen or None,
+                         ignore=_selectors(ignore, "ignore"), fail_on=fail_on, max_trace_bytes=max_trace_bytes)
 
 
 def _selectors(values: str | Iterable[str], what: str = "select") -> list[str]:
@@ -279,24 +320,23 @@ def _baseline_of(baseline: Any):
     return baseline
 
 
-def _check(rules: list, fail_on: str, *, paths=(), tables=(), baseline: Any = None, programs: dict | None = None,
-           strict_env: bool = False, thresholds: Any = None, recording: bool = False,
-           max_trace_bytes: int | None = None, captures=()) -> CheckReport:
-    """The one check (kernlint.pipeline), as the API asks it: a CheckReport under `fail_on`."""
-    from kernlint.pipeline import CheckRequest, run_check
+def _check(settings: Any, *, paths=(), tables=(), baseline: Any = None, programs: dict | None = None,
+           strict_env: bool = False, thresholds: Any = None, recording: bool = False, captures=()) -> CheckReport:
+    """The one check (kernlint.pipeline), as the API asks it: a CheckReport under the settings' fail_on."""
+    from kernlint.pipeline import BaselineInput, Inputs, run_check
 
-    return run_check(CheckRequest(
-        rules=rules, paths=list(paths), tables=list(tables), max_trace_bytes=max_trace_bytes, baseline=baseline,
-        captures=[Path(c) for c in captures],
-        programs=programs, strict_env=strict_env, thresholds=thresholds, fail_on=fail_on,
-        baseline_hint=None if recording else "pass baseline=", result_type=CheckReport,
-        result_fields={"fail_on": fail_on}))
+    result = run_check(settings.request(
+        Inputs(paths=list(paths), tables=list(tables), captures=[Path(c) for c in captures]),
+        baseline=BaselineInput(baseline, hint=None if recording else "pass baseline=", programs=programs,
+                               strict_env=strict_env, thresholds=thresholds)))
+    return CheckReport.of(result, settings.exit.fail_on)
 
 
 def check(trace_or_profiler: Any, rules: str | os.PathLike | Iterable[str | os.PathLike] | None = None, *,
-          select: Iterable[str] = (), ignore: Iterable[str] = (), fail_on: str = "warning", builtin: bool = True,
-          max_trace_bytes: int | None = None, baseline: Any = None, strict_env: bool = False,
-          thresholds: Any = None, captures: Iterable[str | os.PathLike] = ()) -> CheckReport:
+          select: Iterable[str] = (), ignore: Iterable[str] = (), fail_on: str | None = None,
+          builtin: bool | None = None, max_trace_bytes: int | None = None, baseline: Any = None,
+          strict_env: bool = False, thresholds: Any = None, captures: Iterable[str | os.PathLike] = (),
+          config: Any = None, isolated: bool = False) -> CheckReport:
     """Check traces against the rules, as `kernlint check` does, and return a CheckReport.
 
     `trace_or_profiler`: a path (str or os.PathLike) to a trace file, a `.json.gz`, or a folder (searched
@@ -304,21 +344,29 @@ def check(trace_or_profiler: Any, rules: str | os.PathLike | Iterable[str | os.P
     (its Chrome trace is exported to a temporary file, checked under the label PROFILER_TRACE_LABEL, and
     deleted); or a list of these. `rules`: None for the shipped rules, or selectors and rule paths (see the
     module docstring); `select` / `ignore` take ids, prefixes, names or ALL. `fail_on`: the lowest severity
-    that fails (`info`, `warning`, `error`). `max_trace_bytes`: the largest trace read (default: kernlint's
-    limit). `baseline`: a baseline file or kernlint.baseline.Baseline to compare with (KL801-KL807);
-    `strict_env` and `thresholds` (kernlint.baseline.Thresholds) as `--strict-env` and `[thresholds]`.
+    that fails (`info`, `warning`, `error`; None: the config's `fail-on`, else `warning`).
+    `max_trace_bytes`: the largest trace read (default: the config's, else kernlint's limit). `baseline`: a
+    baseline file or kernlint.baseline.Baseline to compare with (KL801-KL807); `strict_env` and `thresholds`
+    (kernlint.baseline.Thresholds; None: the config's [thresholds]) as `--strict-env` and `[thresholds]`.
     `captures`: traces that recorded the CUDA-graph captures the checked traces replay, as `--capture` (merged
     into every replay trace, never checked themselves); capture traces among the checked paths pair by content.
+
+    Configuration as `kernlint check` (kernlint.api.resolve_settings): `config` None reads the kernlint.toml /
+    pyproject.toml [tool.kernlint] found from the working directory upward (a path: that file; a
+    kernlint.config.Config: that one), `isolated=True` none; its rules, [severity], [min-cost], selection,
+    `fail-on`, `max-trace-bytes`, [thresholds], [per-source-ignores] and [path-map] apply, and so do the
+    suppressions file and inline `# kernlint: ignore[...]` comments. The same traces and config give the same
+    findings as the CLI, the pytest fixture and the audit.
 
     Raises TraceError (a trace that cannot be read), RuleFileError, ConfigError (bad selector, bad
     `fail_on`, a profiler with nothing to export); never prints or exits.
     """
-    from kernlint.trace.load import DEFAULT_MAX_TRACE_BYTES, load_trace
+    from kernlint.trace.load import load_trace
 
-    _check_fail_on(fail_on)
-    chosen = resolve_rules(rules, select=select, ignore=ignore, builtin=builtin)
+    settings = resolve_settings(rules, select=select, ignore=ignore, fail_on=fail_on, builtin=builtin,
+                                max_trace_bytes=max_trace_bytes, config=config, isolated=isolated)
     baseline = _baseline_of(baseline)
-    limit = max_trace_bytes or DEFAULT_MAX_TRACE_BYTES
+    limit = settings.max_trace_bytes
     if isinstance(trace_or_profiler, (str, os.PathLike)) or _is_profiler(trace_or_profiler):
         items = [trace_or_profiler]
     elif isinstance(trace_or_profiler, (list, tuple)):
@@ -343,8 +391,8 @@ def check(trace_or_profiler: Any, rules: str | os.PathLike | Iterable[str | os.P
             exported = _export_profiler(prof, Path(folder) / f"profile{n}.pt.trace.json")
             label = PROFILER_TRACE_LABEL if len(profilers) == 1 else f"{PROFILER_TRACE_LABEL} #{n + 1}"
             tables.append(_relabel(load_trace(exported, max_bytes=limit), label))
-    return _check(chosen, fail_on, paths=paths, tables=tables, baseline=baseline, strict_env=strict_env,
-                  thresholds=thresholds, max_trace_bytes=limit, captures=captures)
+    return _check(settings, paths=paths, tables=tables, baseline=baseline, strict_env=strict_env,
+                  thresholds=thresholds, captures=captures)
 
 
 def _caller_location(depth: int) -> str | None:
@@ -364,21 +412,24 @@ class ProfiledBlock:
     `keep_trace="failed"`, None too when the check passed: the file is removed).
 
     When the block raises, nothing is checked and the exception goes on. With `fail=True` a failing check
-    raises RuleViolation when the block ends. `config`: a project's kernlint.config.Config whose [severity]
-    applies to the rules (the pytest plugin passes the project's).
+    raises RuleViolation when the block ends. `config` / `isolated`: the configuration, as kernlint.check()
+    takes it (None: the config file found from the working directory upward; the pytest plugin passes the
+    project's, found from its rootdir).
     """
 
     def __init__(self, rules=None, *, select: Iterable[str] = (), ignore: Iterable[str] = (),
-                 fail_on: str = "warning", builtin: bool = True, device: Any = None,
+                 fail_on: str | None = None, builtin: bool | None = None, device: Any = None,
                  save_trace: str | os.PathLike | None = None, keep_trace: str = "always", fail: bool = False,
                  where: str | None = None, baseline: Any = None, program: str = "trace",
                  keep_profile: bool = False, require_applicable: Iterable[str] | bool = False,
-                 config: Any = None):
-        _check_fail_on(fail_on)
+                 config: Any = None, isolated: bool = False):
         if keep_trace not in KEEP_TRACE:
             raise ConfigError(None, f"keep_trace: {keep_trace!r} is not one of {', '.join(KEEP_TRACE)}")
-        # Rules are resolved before profiling, so a bad selector or rule file fails before the block runs.
-        self.rules = resolve_rules(rules, select=select, ignore=ignore, builtin=builtin, config=config)
+        # Settings are resolved before profiling, so a bad selector, rule or config file fails before the block
+        # runs; they are kernlint.check()'s (resolve_settings), the project's config included.
+        self.settings = resolve_settings(rules, select=select, ignore=ignore, fail_on=fail_on, builtin=builtin,
+                                         config=config, isolated=isolated)
+        self.rules = self.settings.rules
         self.baseline = _baseline_of(baseline)
         self.program = program
         self.keep_profile = keep_profile
@@ -386,7 +437,7 @@ class ProfiledBlock:
         self.require_applicable = require_applicable if isinstance(require_applicable, bool) else \
             frozenset(require_applicable)
         self.profile = None                # the block's kernlint.baseline.ProgramProfile (keep_profile=True)
-        self.fail_on = fail_on
+        self.fail_on = self.settings.exit.fail_on
         self.device = device
         self.save_trace = None if save_trace is None else Path(save_trace)
         self.keep_trace = keep_trace
@@ -480,12 +531,10 @@ class ProfiledBlock:
             programs = {self.program: profile_program([table])}
             if self.keep_profile:
                 self.profile = programs[self.program]
-        result = _check(self.rules, self.fail_on, tables=[table], baseline=self.baseline, programs=programs,
+        result = _check(self.settings, tables=[table], baseline=self.baseline, programs=programs,
                         recording=self.keep_profile)
         if not table.has_kind({"op", "kernel", "memcpy", "memset"}) and result.exit_code == EXIT_CLEAN:
             # An empty block proves nothing: never "passed" (the CLI's exit 4, could not fully check).
-            import dataclasses
-
             result = dataclasses.replace(result, exit_code=EXIT_INCOMPLETE, notes=[
                 *result.notes, "the profiled block ran no torch op: nothing was checked"])
         return result
@@ -518,10 +567,10 @@ class ProfiledBlock:
             raise RuleViolation(self.result, self.where, self.trace)
 
 
-def profiling(rules=None, *, select: Iterable[str] = (), ignore: Iterable[str] = (), fail_on: str = "warning",
-              builtin: bool = True, device: Any = None, save_trace: str | os.PathLike | None = None,
+def profiling(rules=None, *, select: Iterable[str] = (), ignore: Iterable[str] = (), fail_on: str | None = None,
+              builtin: bool | None = None, device: Any = None, save_trace: str | os.PathLike | None = None,
               keep_trace: str = "always", fail: bool = False, baseline: Any = None,
-              program: str = "trace") -> ProfiledBlock:
+              program: str = "trace", config: Any = None, isolated: bool = False) -> ProfiledBlock:
     """A context manager that profiles its block and checks the trace; see ProfiledBlock.
 
         with kernlint.profiling(rules=["KL001"]) as run:
@@ -533,8 +582,9 @@ def profiling(rules=None, *, select: Iterable[str] = (), ignore: Iterable[str] =
     the trace at this path (`.json`, or `.json.gz` gzipped); by default it goes to a temporary file that is
     deleted after the check; `keep_trace="failed"` removes the saved trace again when the check passed.
     `fail=True` raises RuleViolation at the end of the block when the check fails. `baseline` (a path or a
-    kernlint.baseline.Baseline): also compare the block with the baseline's program `program`.
+    kernlint.baseline.Baseline): also compare the block with the baseline's program `program`. `config` /
+    `isolated`: the configuration, as kernlint.check() takes it.
     """
     return ProfiledBlock(rules, select=select, ignore=ignore, fail_on=fail_on, builtin=builtin, device=device,
                          save_trace=save_trace, keep_trace=keep_trace, fail=fail, where=_caller_location(1),
-                         baseline=baseline, program=program)
+                         baseline=baseline, program=program, config=config, isolated=isolated)

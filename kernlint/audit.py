@@ -19,7 +19,14 @@ from kernlint.capture.distributed import RankLaunch, launch, start_ranks
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.device import Device
 from kernlint.fileio import termination_raised
-from kernlint.pipeline import CheckRequest, refuse_damaged_tables, run_check
+from kernlint.pipeline import (
+    BaselineInput,
+    CheckRequest,
+    Inputs,
+    SourceHandling,
+    refuse_damaged_tables,
+    run_check,
+)
 from kernlint.rules.result import STATUS_FAILED, STATUS_INCOMPLETE, TraceReport, merge_reports
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import load_trace
@@ -75,10 +82,11 @@ class AuditRun:
 
 def _candidates(include_regressed: bool, fixtures: Path | None) -> list[Workload]:
     """The registered workloads the audit runs (built-ins first, then other packages'), and with
-    `include_regressed` the regressed variants of a checkout."""
-    chosen = [w for _, w in WORKLOADS.items() if w.audited]
+    `include_regressed` the regressed variants (a plugin of the registry, loaded from the checkout's fixtures
+    or `fixtures`): a regressed workload runs only then."""
+    chosen = [w for _, w in WORKLOADS.items() if w.audited and not w.regressed]
     if include_regressed:
-        chosen += list(regressed_workloads(fixtures).values())
+        chosen += [w for w in regressed_workloads(fixtures).values() if w.audited]
     return chosen
 
 
@@ -213,9 +221,11 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
               on_step: Callable[[str, Workload], None] | None = None, *, steps: int = 1,
               baseline: Baseline | None = None, baseline_path: str = "", limits: Thresholds | None = None,
               strict_env: bool = False, strict_timing: bool = False, keep_tables: bool = False,
-              not_run: Iterable[tuple[str, str]] = (), process: WorkloadProcess = WorkloadProcess()) -> AuditRun:
+              not_run: Iterable[tuple[str, str]] = (), process: WorkloadProcess = WorkloadProcess(),
+              sources: SourceHandling | None = None) -> AuditRun:
     """Capture each workload (warm-up, then `steps` profiled runs) in a process of its own (`process`: its
-    time limit and where its output goes), check it, compare with what it must get;
+    time limit and where its output goes), check it (`sources`: the suppressions and source mapping of the
+    check's settings, kernlint.config.resolve_check), compare with what it must get;
     with a baseline, compare every workload's programs with it too. Traces go to out_dir, or to a temporary
     folder that is removed afterwards.
 
@@ -262,7 +272,8 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                     if on_step:
                         on_step("capture", workload)
                     traces, ranks = capture_workload(workload, device, folder, steps=steps, process=process)
-                    verdicts[i], tables_of[i] = _checked(workload, device, traces, ranks, rules, on_step, keep_tables)
+                    verdicts[i], tables_of[i] = _checked(workload, device, traces, ranks, rules, on_step, keep_tables,
+                                                                  sources)
                     verdicts[i].seconds = time.perf_counter() - t0
                     if overlap:
                         start_queued()
@@ -273,7 +284,7 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                     traces = launch_.wait()
                     start_queued()
                     verdicts[i], tables_of[i] = _checked(workloads[i], device, traces, nproc, rules, on_step,
-                                                         keep_tables)
+                                                         keep_tables, sources)
                     verdicts[i].seconds = time.perf_counter() - t0   # from the ranks' start, overlapping others
             finally:
                 for launch_, _, _ in running.values():  # an error or an interrupt: no rank is left running
@@ -288,10 +299,11 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
     baseline_report = None
     baseline_rules = [r for r in rules if r.needs_baseline]
     if baseline is not None and baseline_rules:
-        compared = run_check(CheckRequest(rules=baseline_rules, tables=all_tables, baseline=baseline,
-                                          baseline_label=baseline_path, programs=programs,
-                                          environments=[environment_of(metadata)], thresholds=limits,
-                                          strict_env=strict_env, strict_timing=strict_timing))
+        compared = run_check(CheckRequest(
+            rules=baseline_rules, inputs=Inputs(tables=all_tables), sources=sources,
+            baseline=BaselineInput(baseline, label=baseline_path, programs=programs,
+                                   environments=[environment_of(metadata)], thresholds=limits, strict_env=strict_env,
+                                   strict_timing=strict_timing)))
         baseline_report = compared.reports[-1]
     return AuditRun(device=device, metadata=metadata, verdicts=ordered,
                     out_dir=Path(out_dir) if out_dir else None, seconds=time.perf_counter() - start,
@@ -299,15 +311,16 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
 
 
 def _checked(workload: Workload, device: str, traces: list[Path], ranks: int, rules: list[Rule],
-             on_step: Callable[[str, Workload], None] | None, keep_tables: bool
-             ) -> tuple[WorkloadVerdict, list[EventTable]]:
+             on_step: Callable[[str, Workload], None] | None, keep_tables: bool,
+             sources: SourceHandling | None = None) -> tuple[WorkloadVerdict, list[EventTable]]:
     """Load a workload's traces, check every rule (the cross-rank ones over all ranks), compare with what the
     workload must get."""
     verdict = WorkloadVerdict(workload, device, traces=traces, ranks=ranks)
     if on_step:
         on_step("check", workload)
     tables = [load_trace(t) for t in traces]
-    reports = run_check(CheckRequest(rules=rules, tables=tables, baseline_hint=None)).reports
+    reports = run_check(CheckRequest(rules=rules, inputs=Inputs(tables=tables), baseline=BaselineInput(hint=None),
+                                     sources=sources)).reports
     if workload.distributed:   # each rank's report, then the run group's (the cross-rank rules)
         verdict.report = merge_reports(reports)
         if keep_tables:

@@ -46,7 +46,7 @@ import msgspec
 import numpy as np
 
 from kernlint.errors import RuleFileError
-from kernlint.pipeline import check_tables
+from kernlint.pipeline import BaselineInput, CheckRequest, Inputs, SourceHandling, run_check
 from kernlint.rules.result import RuleOutcome, merge_outcomes
 from kernlint.rules.schema import Rule
 from kernlint.trace.load import find_trace_files, load_trace
@@ -109,6 +109,9 @@ class CaseResult:
     case: Case
     outcome: RuleOutcome | None
     problems: list[str] = field(default_factory=list)
+    # Findings the check's suppressions took out (kernlint.rules.suppressions.Suppressed): `audit --replay` with
+    # a project's suppressions and inline ignores.
+    suppressed: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -155,7 +158,9 @@ def _loaded(path: Path, captures: list[Path]) -> EventTable:
     table = load_trace(path, captures=captures)
     _RECENT_TABLES[key] = table
     while len(_RECENT_TABLES) > _RECENT_LIMIT:
-        _RECENT_TABLES.popitem(last=False)[1].derived.clear()   # breaks the table's cycle: freed at once
+        # Only the caches (they point back at the table: a cycle), never the derived facts: the evicted table
+        # may be one of the ranks of the case being loaded, checked next with its graph attribution.
+        _RECENT_TABLES.popitem(last=False)[1].clear_caches()
     return table
 
 
@@ -176,7 +181,7 @@ def _slowed(table: EventTable, factor: float, kernel: str | None) -> EventTable:
     dur[rows] = dur[rows] * factor
     end[rows] = columns["ts"][rows] + dur[rows]
     columns["dur"], columns["end"] = dur, end
-    return EventTable(columns, table.meta)
+    return table.with_columns(columns)   # its graph attribution, op arguments and frame tree go along
 
 
 def _case_baseline(case: Case, fixtures: Path):
@@ -191,9 +196,11 @@ def _case_baseline(case: Case, fixtures: Path):
     return None
 
 
-def evaluate_case(case: Case, trace: Path, rules: list[Rule], fixtures: Path | None = None) -> CaseResult:
+def evaluate_case(case: Case, trace: Path, rules: list[Rule], fixtures: Path | None = None,
+                  sources: SourceHandling | None = None) -> CaseResult:
     """Check `trace` with the case's rule (against its baseline, if it names one; baseline paths are
-    relative to `fixtures`) and compare with what the case expects."""
+    relative to `fixtures`) and compare with what the case expects. `sources`: the suppressions and source
+    mapping of a check's settings (`audit --replay` applies the project's, as `kernlint check` does)."""
     chosen = [r for r in rules if r.id == case.rule]
     if not chosen:
         return CaseResult(case, None, [f"rule {case.rule} is not loaded"])
@@ -205,8 +212,9 @@ def evaluate_case(case: Case, trace: Path, rules: list[Rule], fixtures: Path | N
     if chosen[0].needs_baseline and baseline is None:
         return CaseResult(case, None, [f"{case.rule} compares with a baseline: the case needs `baseline` or "
                                        "`baseline-from`"])
-    reports = check_tables(tables, chosen, baseline=baseline)
-    outcome = merge_outcomes([o for r in reports for o in r.outcomes])
+    checked = run_check(CheckRequest(rules=chosen, inputs=Inputs(tables=tables),
+                                     baseline=BaselineInput(baseline, hint=None), sources=sources))
+    outcome = merge_outcomes([o for r in checked.reports for o in r.outcomes])
     spec = case.spec
     problems = []
     if outcome.status != spec.expect:
@@ -230,7 +238,7 @@ def evaluate_case(case: Case, trace: Path, rules: list[Rule], fixtures: Path | N
             value = getattr(f, attr) or ""
             if not re.search(pattern, value):
                 problems.append(f"finding {attr} {value!r} does not match /{pattern}/")
-    return CaseResult(case, outcome, problems)
+    return CaseResult(case, outcome, problems, checked.suppressed)
 
 
 @dataclass
@@ -242,8 +250,10 @@ class AuditResult:
         return all(r.ok for r in self.results)
 
 
-def audit_recorded_cases(fixtures: Path, rules: list[Rule]) -> AuditResult:
-    """Every case that names a recorded trace, checked and compared with its expectation."""
+def audit_recorded_cases(fixtures: Path, rules: list[Rule], sources: SourceHandling | None = None) -> AuditResult:
+    """Every case that names a recorded trace, checked (with `sources`, as evaluate_case) and compared with its
+    expectation."""
     cases = [c for c in load_cases(fixtures / "cases") if c.trace_path(fixtures) is not None]
-    done = {id(c): evaluate_case(c, c.trace_path(fixtures), rules, fixtures) for c in sorted_for_loading(cases)}
+    done = {id(c): evaluate_case(c, c.trace_path(fixtures), rules, fixtures, sources)
+            for c in sorted_for_loading(cases)}
     return AuditResult([done[id(c)] for c in cases])   # reported in the case files' order

@@ -9,6 +9,7 @@ unknown keys are not errors but `ConfigWarning`s in the result. It prints nothin
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -552,11 +553,102 @@ def check_rule_names(config: Config, loaded: list) -> None:
                              lambda glob: config.line_of(f"per-source-ignores.{glob}"))
 
 
+@dataclass(frozen=True)
+class CheckSettings:
+    """A check's settings, resolved once from a config file and the caller's own values (argument > config >
+    default), the same way for `kernlint check`, `kernlint.check()`, the pytest fixture and the audit: the
+    rules (loaded, [severity] and [min-cost] applied, selected in layers), the exit policy, [thresholds], the
+    largest trace read, and the suppressions and source mapping the pipeline applies."""
+
+    rules: list
+    exit: Any                 # kernlint.pipeline.ExitPolicy
+    thresholds: Thresholds
+    max_trace_bytes: int
+    sources: Any              # kernlint.pipeline.SourceHandling
+    config: Config = Config()
+
+    def request(self, inputs: Any, *, baseline: Any = None, execution: Any = None, rules: list | None = None):
+        """A kernlint.pipeline.CheckRequest with these settings: the inputs read up to `max_trace_bytes`, the
+        baseline compared under [thresholds] (unless the caller's BaselineInput names its own)."""
+        from kernlint.pipeline import BaselineInput, CheckRequest, Execution
+
+        baseline = baseline if baseline is not None else BaselineInput()
+        if baseline.thresholds is None:
+            baseline = dataclasses.replace(baseline, thresholds=self.thresholds)
+        if inputs.max_trace_bytes is None:
+            inputs = dataclasses.replace(inputs, max_trace_bytes=self.max_trace_bytes)
+        return CheckRequest(rules=self.rules if rules is None else rules, inputs=inputs, baseline=baseline,
+                            exit=self.exit, execution=execution or Execution(), sources=self.sources)
+
+
+def resolve_check(config: Config, *, rule_paths: Iterable[Path] | None = None, extra_rule_paths: Iterable[Path] = (),
+                  builtin: bool | None = None, select: Iterable[str] | None = None, extend_select: Iterable[str] = (),
+                  ignore: Iterable[str] = (), fail_on: str | None = None, allow_incomplete: bool | None = None,
+                  exit_zero: bool | None = None, max_trace_bytes: int | None = None,
+                  source_root: Path | None = None, path_map: Iterable[tuple[str, str]] = (),
+                  suppressions_file: Path | None = None, update_suppressions: Callable | None = None,
+                  inline_ignores: bool = True) -> CheckSettings:
+    """The settings of a check: each value the caller gives (None: not given) wins over the config's, which
+    wins over the default. `rule_paths` replaces the config's `rules` (a command-line flag); `extra_rule_paths`
+    adds to them (the API's rule paths, the pytest plugin's --kernlint-rules). The selection is layered: the
+    config's select / extend-select / ignore, then the caller's (`select` None: not given). `path_map`: pairs
+    tried before the config's [path-map]. `suppressions_file`: the bulk file, kernlint-suppressions.json in
+    the working directory by default, read when it exists (a bad one is a ConfigError now, before any work).
+    Raises ConfigError / RuleFileError."""
+    from kernlint.pipeline import ExitPolicy, SourceHandling
+    from kernlint.rules.suppressions import SUPPRESSIONS_FILE, SuppressionFile
+    from kernlint.trace.load import DEFAULT_MAX_TRACE_BYTES
+
+    values = config.values
+    rules = selected_rules(config, rule_paths=rule_paths, extra_rule_paths=extra_rule_paths, builtin=builtin,
+                           select=select, extend_select=extend_select, ignore=ignore)
+    policy = ExitPolicy(fail_on=_given(fail_on, values.get("fail-on"), "warning"),
+                        allow_incomplete=_given(allow_incomplete, values.get("allow-incomplete"), False),
+                        exit_zero=_given(exit_zero, values.get("exit-zero"), False))
+    location = Path(suppressions_file) if suppressions_file is not None else Path.cwd() / SUPPRESSIONS_FILE
+    # exists, not is_file: a FIFO or a folder there is refused in one line, never skipped (nor replaced)
+    read = SuppressionFile.read(location) if location.exists() else None
+    sources = SourceHandling(root=_given(source_root, values.get("source-root"), None),
+                             path_map=[*path_map, *config.path_map.items()], suppressions=read,
+                             suppressions_location=location, per_source_ignores=config.per_source_ignores,
+                             inline_ignores=inline_ignores, update_suppressions=update_suppressions)
+    return CheckSettings(rules=rules, exit=policy, thresholds=config.thresholds,
+                         max_trace_bytes=_given(max_trace_bytes, values.get("max-trace-bytes"),
+                                                DEFAULT_MAX_TRACE_BYTES),
+                         sources=sources, config=config)
+
+
+def selected_rules(config: Config, *, rule_paths: Iterable[Path] | None = None, extra_rule_paths: Iterable[Path] = (),
+                   builtin: bool | None = None, select: Iterable[str] | None = None, extend_select: Iterable[str] = (),
+                   ignore: Iterable[str] = ()) -> list:
+    """The rules of resolve_check: loaded (the shipped ones unless `builtin` is False or the config says
+    no-builtin; the config's `rules` or `rule_paths`, plus `extra_rule_paths`), [severity] and [min-cost]
+    applied, [per-source-ignores] checked against every loaded rule (a rule the selection leaves out is still a
+    rule), then selected by the config's layer and the caller's, in that order (ruff's layers)."""
+    from kernlint.rules.loader import RuleSelection, resolve_selection
+
+    values = config.values
+    paths = [*(values.get("rules", ()) if rule_paths is None else rule_paths), *extra_rule_paths]
+    no_builtin = values.get("no-builtin", False) if builtin is None else not builtin
+    loaded = configured_rules(config, paths, builtin=not no_builtin)
+    check_rule_names(config, loaded)
+    layers = [layer for layer in [selection_layer(config)] if layer is not None]
+    select = tuple(select) if select is not None else None
+    layers.append(RuleSelection(select=select or None, extend_select=tuple(extend_select), ignore=tuple(ignore)))
+    return resolve_selection(loaded, layers)
+
+
+def _given(*values: Any) -> Any:
+    """The first value that is not None; the last (the default) when all are."""
+    return next((v for v in values if v is not None), values[-1])
+
+
 def as_mapping(config: Config) -> Mapping[str, Any]:
     """Every value the config gives, by click parameter name (for a command's default_map)."""
     return {param_name(k): v for k, v in config.values.items() if k not in SELECTION_KEYS}
 
 
-__all__ = ["CONFIG_FILE", "Config", "ConfigWarning", "KEYS", "PYPROJECT", "SELECTION_KEYS", "THRESHOLD_KEYS",
-           "Thresholds", "as_mapping", "check_rule_names", "configured_rules", "described", "find_config",
-           "key_lines", "load_config", "param_name", "parse_size", "resolve_config", "selection_layer"]
+__all__ = ["CONFIG_FILE", "CheckSettings", "Config", "ConfigWarning", "KEYS", "PYPROJECT", "SELECTION_KEYS",
+           "THRESHOLD_KEYS", "Thresholds", "as_mapping", "check_rule_names", "configured_rules", "described",
+           "find_config", "key_lines", "load_config", "param_name", "parse_size", "resolve_check", "resolve_config",
+           "selected_rules", "selection_layer"]

@@ -133,9 +133,10 @@ def pytest_configure(config: pytest.Config) -> None:
 def _project_config(config: pytest.Config, options: KernlintOptions):
     """The project's kernlint.toml / [tool.kernlint] (a kernlint.config.Config, found upward from pytest's
     rootdir, as `kernlint check` finds it from the working directory). The fixture takes from it what
-    `kernlint check` takes: its extra rule files, [severity] and `fail-on` always, `select` and `ignore` when
-    the test names no rules. Read when a test first uses the fixture, never at start-up (the plugin loads in
-    every pytest session); a bad file fails that test with its one line."""
+    `kernlint check` takes (kernlint.config.resolve_check): its rule files, [severity], [min-cost], `fail-on`,
+    [per-source-ignores], [path-map], and its selection as the layer below the test's. Read when a test first
+    uses the fixture, never at start-up (the plugin loads in every pytest session); a bad file fails that
+    test with its one line."""
     if "project" not in options.loaded:
         from kernlint.config import resolve_config
 
@@ -181,9 +182,9 @@ def kernlint_check(request: pytest.FixtureRequest):
     A rule the test names that does not apply to the block (no anchor, no scope, nothing of its kind) fails
     the test (kernlint.api.RuleNotApplicable), unless `allow_not_applicable=True`. The test's
     `@pytest.mark.kernlint(rules=..., select=..., ignore=..., fail_on=..., allow_not_applicable=...)` gives the
-    defaults of its blocks; the project's kernlint.toml / [tool.kernlint] gives extra rule files, its
-    [severity] and `fail-on` (below the test's own fail_on), as `kernlint check` takes them, and its
-    select / ignore apply when the test names no rules.
+    defaults of its blocks; the project's kernlint.toml / [tool.kernlint] applies as `kernlint check` applies
+    it (its `fail-on` below the test's own fail_on, its selection below the test's), and so do the
+    suppressions file and inline `# kernlint: ignore[...]` comments.
 
     When the block ends and the check did not pass, the test fails with kernlint.RuleViolation (an
     AssertionError) naming each finding: rule, message, source file:line. `fail=False` keeps the test going;
@@ -195,9 +196,6 @@ def kernlint_check(request: pytest.FixtureRequest):
 
     options = kernlint_options(request.config)
     project = _project_config(request.config, options)
-    project_rules = tuple(Path(p) for p in project.values.get("rules", ()) or ())
-    project_select = tuple(project.values.get("select", ()) or ())
-    project_ignore = tuple(project.values.get("ignore", ()) or ())
 
     marker = request.node.get_closest_marker("kernlint")
     defaults = dict(marker.kwargs) if marker is not None else {}
@@ -210,24 +208,26 @@ def kernlint_check(request: pytest.FixtureRequest):
         rules = defaults.get("rules") if rules is None else rules
         select = select or defaults.get("select", ())
         ignore = ignore or defaults.get("ignore", ())
-        # The test's own fail_on, else its marker's, else the project's `fail-on`, as --fail-on > config.
-        fail_on = fail_on or defaults.get("fail_on") or project.values.get("fail-on", "warning")
+        # The test's own fail_on, else its marker's, else (None) the project's `fail-on`, as --fail-on > config.
+        fail_on = fail_on or defaults.get("fail_on")
         if allow_not_applicable is None:
             allow_not_applicable = bool(defaults.get("allow_not_applicable", False))
         paths, selectors = split_rules(rules)
         select = [select] if isinstance(select, str) else list(select)
         ignore = [ignore] if isinstance(ignore, str) else list(ignore)
         named = bool(selectors or select)
-        if not named:
-            select = list(options.select or project_select)
-            ignore = [*project_ignore, *ignore]
+        if not named:   # --kernlint-select, else (none) the project's selection: the layer below the test's
+            select = list(options.select)
         save_trace = None
         n = options.blocks_per_test.get(request.node.nodeid, 0) + 1
         options.blocks_per_test[request.node.nodeid] = n
         if options.trace_dir is not None:
             save_trace = options.trace_dir / _trace_name(request.node.nodeid, n)
         program = request.node.nodeid if n == 1 else f"{request.node.nodeid}#{n}"
-        block = ProfiledBlock([*project_rules, *options.rule_paths, *paths, *selectors], select=select, ignore=ignore,
+        # The settings are kernlint.check()'s (kernlint.api.resolve_settings) with the project's config: its rule
+        # files, [severity], [min-cost], selection (a layer below the test's), fail-on, suppressions and
+        # inline ignores, as `kernlint check` applies them.
+        block = ProfiledBlock([*options.rule_paths, *paths, *selectors], select=select, ignore=ignore,
                               fail_on=fail_on, device=device, save_trace=save_trace, keep_trace="failed",
                               fail=fail, baseline=options.baseline_data(), program=program,
                               keep_profile=options.record_baseline is not None, config=project,

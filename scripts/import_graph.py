@@ -1,6 +1,10 @@
 """kernlint's import graph: modules, import circles, and imports that go up the layer table.
 
-    python scripts/import_graph.py [PACKAGE_DIR]     # default: kernlint/ beside this script
+    python scripts/import_graph.py [PACKAGE_DIR] [--floors]   # default: kernlint/ beside this script
+
+`--floors` also prints the edges between floors (how many imports go from each floor to each floor below),
+the modules most imported (fan-in) and those importing most (fan-out): what the closing notes compare before
+and after a change of the architecture.
 
 Reads every module with ast. An edge is an import of another kernlint module, at module level or inside a
 function (both tie the modules together); imports under `if TYPE_CHECKING:` are left out (they never run).
@@ -98,10 +102,32 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+def floor_summary(graph: dict[str, set[str]], floor_of, names: list[str], top: int = 8) -> list[str]:
+    """Lines: floor -> floor edge counts, then the `top` modules by fan-in and by fan-out."""
+    lines = []
+    counts: dict[tuple[int, int], int] = {}
+    for a, targets in graph.items():
+        for b in targets:
+            fa, fb = floor_of(a), floor_of(b)
+            if fa is not None and fb is not None and fa != fb:
+                counts[fa, fb] = counts.get((fa, fb), 0) + 1
+    for (fa, fb), n in sorted(counts.items(), key=lambda item: (-item[0][0], item[0][1])):
+        lines.append(f"floor {names[fa]} -> {names[fb]}: {n}")
+    fan_in: dict[str, int] = {}
+    for targets in graph.values():
+        for b in targets:
+            fan_in[b] = fan_in.get(b, 0) + 1
+    for title, ranked in (("fan-in", fan_in), ("fan-out", {a: len(t) for a, t in graph.items()})):
+        best = sorted(ranked.items(), key=lambda item: (-item[1], item[0]))[:top]
+        lines.append(f"{title}: " + ", ".join(f"{m} {n}" for m, n in best))
+    return lines
+
+
 def main() -> int:
-    pkg = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT / "kernlint"
+    args = [a for a in sys.argv[1:] if a != "--floors"]
+    pkg = Path(args[0]).resolve() if args else ROOT / "kernlint"
     graph = import_graph(pkg)
-    from test_layers import floor_of
+    from test_layers import FLOORS, floor_of
 
     upward = sorted((a, b) for a, targets in graph.items() for b in targets
                     if floor_of(a) is not None and floor_of(b) is not None and floor_of(b) > floor_of(a))
@@ -112,6 +138,11 @@ def main() -> int:
         print("circle:", " <-> ".join(group))
     for a, b in upward:
         print(f"upward: {a} -> {b}")
+    if "--floors" in sys.argv[1:]:
+        # each floor by its best-known member (the ground floor as "ground", the services floor as "services")
+        known = {"errors": "ground", "audit": "services", "api": "api", "__init__": "package"}
+        names = [next((known[m] for m in known if m in floor), sorted(floor)[0]) for floor in FLOORS]
+        print("\n".join(floor_summary(graph, floor_of, names)))
     return 0
 
 

@@ -43,8 +43,10 @@ def quantize(x):
     return scale_1x128(x), scale
 
 
-def _def_line(fn) -> int:
-    return inspect.getsourcelines(fn)[1]
+def _fill_line(fn) -> int:
+    """The line of `fn`'s first statement, the fill: the API maps a finding's source into the checkout and to the
+    statement that issued the op, as the CLI does (the profiler records the def line above it)."""
+    return inspect.getsourcelines(fn)[1] + 1
 
 
 def _cli_exit_code(args: list[str]) -> int:
@@ -69,12 +71,12 @@ def test_regressed_trace_fails_with_the_fill_finding_and_its_source_line():
     assert not result.passed and result.exit_code == 1
     (finding,) = result.findings
     assert finding.rule == "KL001" and "FillFunctor" in finding.event
-    assert finding.source == "regressed/fp8_linear_new_ones.py:17"
+    assert finding.source == "fixtures/regressed/fp8_linear_new_ones.py:18"   # mapped into the checkout
     assert result.failing == [finding]
     assert result.failed_rules == ["KL001"]
     text = str(result)
     assert text.startswith("failed: 1 finding(s) at or above warning (rules KL001)")
-    assert "KL001 fill-before-block-quant [error]" in text and "regressed/fp8_linear_new_ones.py:17" in text
+    assert "KL001 fill-before-block-quant [error]" in text and "fixtures/regressed/fp8_linear_new_ones.py:18" in text
 
 
 def test_clean_trace_passes_and_the_rule_was_applied_not_skipped():
@@ -206,7 +208,7 @@ def test_a_finished_profiler_is_exported_checked_and_deleted(monkeypatch):
     result = kernlint.check(_profile(quantize_with_placeholder_scale), rules=["KL001"])
     (finding,) = result.findings
     assert finding.event == "aten::ones" and finding.trace == PROFILER_TRACE_LABEL
-    assert finding.source == f"test_api.py:{_def_line(quantize_with_placeholder_scale)}"
+    assert finding.source == f"tests/test_api.py:{_fill_line(quantize_with_placeholder_scale)}"
     (path,) = exported
     assert not path.exists() and not path.parent.exists()    # the temporary export and its folder are gone
     clean = kernlint.check(_profile(quantize), rules=["KL001"])
@@ -233,7 +235,8 @@ def test_profiling_a_regressed_block_and_assert_clean_lists_rule_message_and_sou
     message = str(caught.value)
     assert f"block at {__file__}:{block_line}" in message
     assert "KL001 fill-before-block-quant [error]: aten::ones (fill) runs before scale_1x128" in message
-    assert f"at test_api.py:{_def_line(quantize_with_placeholder_scale)} (quantize_with_placeholder_scale)" in message
+    fill = _fill_line(quantize_with_placeholder_scale)
+    assert f"at tests/test_api.py:{fill} (quantize_with_placeholder_scale)" in message
 
 
 def test_profiling_a_clean_block_passes(capfd):

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from conftest import FIXTURES, REPO
 from kernlint.cli import main
-from kernlint.pipeline import CheckRequest, run_check
+from kernlint.pipeline import CheckRequest, Execution, Inputs, run_check
 from kernlint.report import renderer
 from kernlint.rules.loader import load_rules
 from kernlint.rules.result import CheckResult, Finding, RuleOutcome, TraceReport
@@ -48,7 +48,8 @@ def placeholder() -> CheckResult:
     from kernlint.rules.statements import SourceStatements, with_statement_lines
 
     rules = [r for r in load_rules() if r.id == "KL001"]
-    result = run_check(CheckRequest(rules=rules, paths=[p.relative_to(REPO) for p in PLACEHOLDER], keep_tables=True))
+    result = run_check(CheckRequest(rules=rules, inputs=Inputs(paths=[p.relative_to(REPO) for p in PLACEHOLDER]),
+                                    execution=Execution(keep_tables=True)))
     # as the CLI does: the recorded file in the checkout, at the statement that issued the op
     return with_statement_lines(with_mapped_sources(result, source_map(REPO)), SourceStatements(REPO))
 
@@ -185,7 +186,7 @@ def test_without_stacks_a_cause_is_the_rule_the_scope_less_its_numbering_and_the
     from kernlint.rules.causes import cause_key, causes_of
 
     rules = [r for r in load_rules() if not r.needs_baseline]
-    result = run_check(CheckRequest(rules=rules, paths=[NO_STACKS_STEPS.relative_to(REPO)]))
+    result = run_check(CheckRequest(rules=rules, inputs=Inputs(paths=[NO_STACKS_STEPS.relative_to(REPO)])))
     assert len(result.findings) == 9 and all(f.source is None for f in result.findings)
     causes = causes_of(result)
     assert [(c.rule, c.count) for c in causes] == [("KL401", 3), ("KL501", 3), ("KL502", 3)]
@@ -253,7 +254,7 @@ def test_without_stacks_the_ranks_of_one_program_are_one_cause_and_other_program
              external / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
              external / "hta__trace_filter_2rank"]
     rules = [r for r in load_rules() if r.id == "KL501"]
-    result = run_check(CheckRequest(rules=rules, paths=paths))
+    result = run_check(CheckRequest(rules=rules, inputs=Inputs(paths=paths)))
     causes = causes_of(result)
     # Every finding has no source line and the same scope and event name (`Memcpy HtoD` in `ProfilerStep#N`):
     # one cause per program, not one of 46 instances mixing a ResNet, an MLP and a recommender.

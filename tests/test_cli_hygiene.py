@@ -435,7 +435,7 @@ def test_shuffling_the_events_of_a_trace_does_not_change_the_output(tmp_path):
 @pytest.mark.parametrize("text, size", [("1000", 1000), ("512M", 512 << 20), ("4G", 4 << 30), ("4g", 4 << 30),
                                         ("1.5GiB", 3 << 29), ("64KB", 64 << 10), ("2T", 2 << 40)])
 def test_max_trace_bytes_takes_suffixes(text, size):
-    from kernlint.cli import ByteSize
+    from kernlint.cli.app import ByteSize
 
     assert ByteSize().convert(text, None, None) == size
 

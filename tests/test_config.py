@@ -438,12 +438,12 @@ def test_explicit_config_and_verbose_says_which(tmp_path, monkeypatch):
 def test_an_option_added_later_picks_up_its_key(tmp_path, monkeypatch):
     """An option named after a key (`--baseline` was added after the config) gets the config's value, taken
     from the config's folder, and the flag still wins."""
-    from kernlint.cli import _check_options, _ConfiguredCommand
+    from kernlint.cli.options import ConfiguredCommand, check_options
 
     seen = {}
 
-    @click.command(cls=_ConfiguredCommand)
-    @_check_options
+    @click.command(cls=ConfiguredCommand)
+    @check_options
     def probe(**params):
         seen.update(params)
 

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from conftest import FIXTURES
-from kernlint.pipeline import CheckRequest, run_check
+from kernlint.pipeline import CheckRequest, Inputs, run_check
 from kernlint.report import renderer
 from kernlint.rules.cost import per_run_cost
 from kernlint.rules.loader import load_rules
@@ -28,7 +28,7 @@ def _events(path) -> list[dict]:
 
 def _check(path, *rule_ids):
     rules = [r for r in load_rules() if r.id in rule_ids]
-    return run_check(CheckRequest(rules=rules, paths=[path]))
+    return run_check(CheckRequest(rules=rules, inputs=Inputs(paths=[path])))
 
 
 def _step_of(events, ts) -> dict:

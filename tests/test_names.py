@@ -275,6 +275,7 @@ def test_op_names(name, category):
     ("fixtures/programs/functional_clean.py(35): fp8_linear", False),
     # kernlint's own driving code is never the user's scope (`kernlint run file.py:step` once blamed cli.py)
     ("/venv/lib/python3.11/site-packages/kernlint/cli.py(142): main", True),
+    ("/venv/lib/python3.11/site-packages/kernlint/cli/run.py(42): run", True),
     ("kernlint/capture/runner.py(80): capture", True),
     ("kernlint/api.py(401): __exit__", True),
     ("kernlint/reference/linear.py(120): forward", False),      # the reference kernels are profiled code

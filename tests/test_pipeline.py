@@ -11,6 +11,7 @@ from conftest import FIXTURES
 from kernlint import check
 from kernlint.cases import evaluate_case, load_cases
 from kernlint.cli import main
+from kernlint.errors import ConfigError
 from kernlint.rules.loader import load_rules
 
 RULES = load_rules()
@@ -68,18 +69,18 @@ def test_a_format_that_cannot_render_replays_is_refused_before_any_work():
 
 
 def test_declared_renderers_are_the_modules_own():
-    """Each format declares what it renders; its module defines exactly those renderers (none undeclared)."""
-    import importlib
-
-    from kernlint.report import _FUNCTION, FORMATS, format_names
+    """Each format declares what it renders; its typed Renderer holds exactly those renderers (none undeclared),
+    and a lazily loaded one is checked against the declaration."""
+    from kernlint.report import FORMATS, Format, Renderer, format_names
 
     for name in format_names():
         declared = FORMATS.get(name)
-        module = importlib.import_module(declared.module)
-        defined = {what for what, function in _FUNCTION.items() if callable(getattr(module, function, None))}
-        assert set(declared.renders) == defined, name
+        assert set(declared.renders) == declared.loaded().renders, name
         assert "check" in declared.renders, name
     assert [n for n in format_names() if FORMATS.get(n).needs_tables] == ["html"]
+    wrong = Format("wrong", "declares audit", lambda: Renderer(check=print), frozenset({"check", "audit"}))
+    with pytest.raises(ConfigError, match="declares audit, check but its Renderer renders check"):
+        wrong.renderer("check")
 
 
 _FRAME = "regressed/fp8_linear_new_ones.py(17)"   # the regressed trace's frame of the new_ones call
@@ -102,7 +103,7 @@ def _regressed_trace(folder, source: str):
 def test_the_pipeline_maps_sources_and_applies_inline_ignores_for_any_caller(tmp_path, comment, found):
     """Issue 39: suppressions and source mapping are the pipeline's (SourceHandling), not the CLI's: a caller
     that passes one gets the recorded path mapped into its root ([path-map]) and the comment read there."""
-    from kernlint.pipeline import CheckRequest, SourceHandling, run_check
+    from kernlint.pipeline import CheckRequest, Inputs, SourceHandling, run_check
 
     source = tmp_path / "repo" / "src" / "layers" / "fp8_linear_new_ones.py"
     source.parent.mkdir(parents=True)
@@ -110,11 +111,11 @@ def test_the_pipeline_maps_sources_and_applies_inline_ignores_for_any_caller(tmp
     trace = _regressed_trace(tmp_path, "/build/site/regressed/fp8_linear_new_ones.py")
     kl001 = [r for r in RULES if r.id == "KL001"]
     handling = SourceHandling(root=tmp_path / "repo", path_map=[("/build/site/regressed/", "src/layers/")])
-    result = run_check(CheckRequest(rules=kl001, paths=[trace], sources=handling))
+    result = run_check(CheckRequest(rules=kl001, inputs=Inputs(paths=[trace]), sources=handling))
     assert [f.source for f in result.findings] == (["src/layers/fp8_linear_new_ones.py:17"] if found else [])
     assert [s.how for s in result.suppressed] == ([] if found else ["inline"])
     # Without one, the sources stay as recorded and no comment is read.
-    bare = run_check(CheckRequest(rules=kl001, paths=[trace]))
+    bare = run_check(CheckRequest(rules=kl001, inputs=Inputs(paths=[trace])))
     assert [f.source for f in bare.findings] == ["/build/site/regressed/fp8_linear_new_ones.py:17"]
 
 

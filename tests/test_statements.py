@@ -195,3 +195,30 @@ def test_cli_inline_comment_on_the_statement_line(tmp_path):
     data = json.loads(out.read_text())
     assert data["findings"] == [] and data["suppressed"]["by"] == {"inline": 1}
     assert data["suppressed"]["findings"][0]["reason"] == "kept until the fused kernel lands"
+
+
+def test_a_check_reads_and_parses_each_source_file_once(tmp_path, monkeypatch):
+    """The inline-comment reader and the statement refinement share one SourceStatements per check
+    (kernlint.pipeline.SourceHandling.statements): the file named by the findings is read once and parsed
+    once, with an inline ignore on it and the kept finding refined to its statement."""
+    import ast
+
+    from kernlint.pipeline import CheckRequest, Inputs, SourceHandling, run_check
+    from kernlint.rules import statements as statements_module
+    from kernlint.rules.loader import load_rules
+    from test_pipeline import _regressed_trace
+
+    source = tmp_path / "repo" / "src" / "fp8_linear_new_ones.py"
+    source.parent.mkdir(parents=True)
+    source.write_text("\n" * 16 + "def _placeholder_scale(x):\n    return x.new_ones(1)\n")
+    trace = _regressed_trace(tmp_path, "/build/site/regressed/fp8_linear_new_ones.py")
+    reads, parses = [], []
+    real_read, real_parse = statements_module.read_source_file, ast.parse
+    monkeypatch.setattr(statements_module, "read_source_file", lambda *a, **k: reads.append(a[1]) or real_read(*a, **k))
+    monkeypatch.setattr(statements_module.ast, "parse", lambda *a, **k: parses.append(k.get("filename")) or
+                        real_parse(*a, **k))
+    handling = SourceHandling(root=tmp_path / "repo", path_map=[("/build/site/regressed/", "src/")])
+    result = run_check(CheckRequest(rules=[r for r in load_rules() if r.id == "KL001"], inputs=Inputs(paths=[trace]),
+                                    sources=handling))
+    assert [f.source for f in result.findings] == ["src/fp8_linear_new_ones.py:18"]   # the statement
+    assert reads == ["src/fp8_linear_new_ones.py"] and parses == ["src/fp8_linear_new_ones.py"]

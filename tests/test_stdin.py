@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES, kernlint_in
-from kernlint import cli
+from kernlint.cli import checking
 from kernlint.errors import TraceError
 
 
@@ -28,8 +28,8 @@ class _EndlessStdin:
 def test_reading_stops_just_past_the_limit(monkeypatch):
     endless = _EndlessStdin()
     monkeypatch.setattr(sys, "stdin", endless)
-    limit = 3 * cli._STDIN_CHUNK + 5
-    with pytest.raises(TraceError) as info, cli._stdin_as_file(["-"], limit):
+    limit = 3 * checking.STDIN_CHUNK + 5
+    with pytest.raises(TraceError) as info, checking.stdin_as_file(["-"], limit):
         pytest.fail("checked a trace past the limit")
     assert endless.read_bytes == limit + 1
     assert info.value.one_line() == (f"<stdin>: standard input: more than --max-trace-bytes ({limit} bytes); not "

@@ -129,14 +129,16 @@ def test_strict_timing_makes_an_unknown_timing_a_finding(tmp_path):
     3 x the between-process prior): for the GEMM and the total the interval reaches both below and above it.
     Without --strict-timing that is a note and a warning (passed); with it, a KL804 finding."""
     from baseline_traces import fp8_linear_trace
-    from kernlint.pipeline import CheckRequest, run_check
+    from kernlint.pipeline import BaselineInput, CheckRequest, Inputs, run_check
 
     baseline = build_baseline(profile_traces([load_trace(fp8_linear_trace(tmp_path / "b.json", runs=20, seed=1))]))
     cand = load_trace(fp8_linear_trace(tmp_path / "c.json", runs=5, seed=3, slowdown={"*": 1.014}))
-    plain = run_check(CheckRequest(rules=RULES, tables=[cand], baseline=baseline)).reports[-1]
+    plain = run_check(CheckRequest(rules=RULES, inputs=Inputs(tables=[cand]),
+                                  baseline=BaselineInput(baseline))).reports[-1]
     kl804 = _timing(plain)["KL804"]
     assert kl804.status == "passed" and "unknown" in kl804.note and "more run(s)" in kl804.note
-    strict = run_check(CheckRequest(rules=RULES, tables=[cand], baseline=baseline, strict_timing=True)).reports[-1]
+    strict = run_check(CheckRequest(rules=RULES, inputs=Inputs(tables=[cand]),
+                                   baseline=BaselineInput(baseline, strict_timing=True))).reports[-1]
     found = _timing(strict)["KL804"].findings
     assert len(found) == 2 and all("unknown" in f.message and f.message.endswith("(--strict-timing)") for f in found)
     assert all(f.details["runs_needed"] >= 1 for f in found)
@@ -145,12 +147,12 @@ def test_strict_timing_makes_an_unknown_timing_a_finding(tmp_path):
 @pytest.mark.parametrize("fmt", ["text", "json", "github", "markdown", "sarif", "junit"])
 def test_an_unknown_timing_is_shown_in_every_format(tmp_path, fmt):
     from baseline_traces import fp8_linear_trace
-    from kernlint.pipeline import CheckRequest, run_check
+    from kernlint.pipeline import BaselineInput, CheckRequest, Inputs, run_check
     from kernlint.report import RenderContext, get_format
 
     baseline = build_baseline(profile_traces([load_trace(fp8_linear_trace(tmp_path / "b.json", runs=20, seed=1))]))
     cand = load_trace(fp8_linear_trace(tmp_path / "c.json", runs=5, seed=3, slowdown={"*": 1.014}))
-    result = run_check(CheckRequest(rules=RULES, tables=[cand], baseline=baseline))
+    result = run_check(CheckRequest(rules=RULES, inputs=Inputs(tables=[cand]), baseline=BaselineInput(baseline)))
     assert result.exit_code == 0
     rendered = get_format(fmt).renderer("check")(result, RenderContext())
     if not isinstance(rendered, str):   # text: a rich renderable

@@ -5,7 +5,8 @@ what comes back is small (kernlint.rules.summary). The reduce (run grouping, cro
 comparison) is kernlint.rules.engine.combine_checked, the same code the serial path runs, so the reports do
 not depend on the backend or on the order in which workers finish: results are put back in argument order.
 
-Backends are registered by name; each is one module of this package that calls `register` when imported:
+Backends are registered by name; each is one module of this package that calls `register` when imported,
+listed in DEFAULT_PLUGINS (the registry loads them as it loads another package's plugin):
 `serial` (in this process, one trace at a time), `processes` (a local pool of worker processes),
 `dask` (Dask distributed: a local cluster, or an existing one by its scheduler address). A backend yields
 (index, result) pairs as tasks finish; closing its generator cancels what has not started.
@@ -14,7 +15,6 @@ Layer: imports trace, baseline and rules (through the engine); never report or t
 """
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -42,18 +42,15 @@ class Backend:
     remote: bool = False      # can connect to an existing cluster (--scheduler ADDRESS)
 
 
-_BUILTIN = ("serial", "processes", "dask_cluster")
+# The built-in backends: kernlint's own plugins of the registry, loaded as an entry point's module is (each
+# registers its backend on import; Dask itself is imported only when its backend runs).
+DEFAULT_PLUGINS: tuple[str, ...] = ("kernlint.parallel.serial", "kernlint.parallel.processes",
+                                    "kernlint.parallel.dask_cluster")
 
-
-def _load_builtin() -> None:
-    for module in _BUILTIN:
-        importlib.import_module(f"{__name__}.{module}")
-
-
-# The backends: the built-in modules, then those other packages name in the entry-point group
+# The backends: the default plugins, then those other packages name in the entry-point group
 # `kernlint.parallel_backends` (a Backend, or a module that registers its own).
-BACKENDS: Registry[Backend] = Registry("parallel backend", "kernlint.parallel_backends", builtins=_load_builtin,
-                                       summary=lambda b: b.summary)
+BACKENDS: Registry[Backend] = Registry("parallel backend", "kernlint.parallel_backends",
+                                       default_plugins=DEFAULT_PLUGINS, summary=lambda b: b.summary)
 
 
 def register(backend: Backend) -> Backend:
@@ -91,13 +88,14 @@ def resolve_jobs(jobs: int | str | None) -> int:
 def check_paths(paths: Sequence[str | Path], rules: Sequence, *, max_bytes: int, jobs: int = 1,
                 backend: str | None = None, scheduler: str | None = None,
                 baseline_parts: bool = False, captures: dict[str, list[str]] | None = None,
-                outside_captures: Iterable[str] = ()) -> list[CheckedTrace]:
+                outside_captures: Iterable[str] = (), graph_roles: bool = False) -> list[CheckedTrace]:
     """Check each trace file on a backend: its report and summary (kernlint.rules.summary.CheckedTrace), in
     the order of `paths`. `jobs`: worker processes of a local backend; `backend`: a registered name (default:
     serial for one job or one trace, else processes; dask when `scheduler` names an existing cluster);
     `baseline_parts`: also make each trace's baseline part (its runs and environment); `captures`: a trace's
     capture traces, merged into it; `outside_captures`: capture traces merged into others, checked outside
-    their capture windows (kernlint.trace.pairing). Raises the error of the first failing trace in the order
+    their capture windows (kernlint.trace.pairing); `graph_roles`: each result carries its trace's CUDA-graph
+    role (CheckedTrace.graph_role). Raises the error of the first failing trace in the order
     of `paths` (the one a serial check would meet first), of the type it was raised with."""
     items = [str(p) for p in paths]
     name = backend or ("dask" if scheduler else "serial" if jobs <= 1 or len(items) <= 1 else "processes")
@@ -107,7 +105,8 @@ def check_paths(paths: Sequence[str | Path], rules: Sequence, *, max_bytes: int,
                                 f"not {name}")
     # A remote worker has a working directory of its own: relative paths are resolved against ours.
     base = os.getcwd() if scheduler else None
-    shared = (list(rules), max_bytes, baseline_parts, base, dict(captures or {}), frozenset(outside_captures))
+    shared = (list(rules), max_bytes, baseline_parts, base, dict(captures or {}), frozenset(outside_captures),
+              graph_roles)
     results: list[Any] = [None] * len(items)
     done = [False] * len(items)
     first_failed: int | None = None

@@ -67,11 +67,12 @@ def failure(path: str, exc: BaseException) -> Failure:
 
 def check_path(path: str, rules: list, max_bytes: int, baseline_parts: bool, base: str | None = None,
                captures: dict[str, list[str]] | None = None,
-               outside_captures: frozenset[str] = frozenset()) -> CheckedTrace | Failure:
+               outside_captures: frozenset[str] = frozenset(), graph_roles: bool = False) -> CheckedTrace | Failure:
     """Load one trace and check it (kernlint.rules.engine.summarize_trace). `base`: the folder a relative
     path is relative to, when this worker runs elsewhere (a remote cluster); the trace keeps `path` as its
     name either way. `captures`: capture traces to merge into a trace, by its path; `outside_captures`: the
-    capture traces merged into others, loaded without their capture windows."""
+    capture traces merged into others, loaded without their capture windows. `graph_roles`: the result carries
+    the trace's CUDA-graph role (kernlint.trace.pairing.role_of_table), for pairing without a second read."""
     def located(p: str) -> Path:
         return Path(base, p) if base is not None and not os.path.isabs(p) else Path(p)
 
@@ -89,16 +90,21 @@ def check_path(path: str, rules: list, max_bytes: int, baseline_parts: bool, bas
             raise
         if str(where) != path:
             table.meta = dataclasses.replace(table.meta, path=path)
-        return summarize_trace(table, rules, baseline_part=baseline_parts)
+        checked = summarize_trace(table, rules, baseline_part=baseline_parts)
+        if graph_roles:
+            from kernlint.trace.pairing import role_of_table
+
+            checked.graph_role = role_of_table(table, Path(path))
+        return checked
     except Exception as exc:
         return failure(path, exc)
     finally:
-        # The table's derived indexes point back at it: a cycle. Clearing them lets the table go with its last
+        # The table's cached indexes point back at it: a cycle. Clearing them lets the table go with its last
         # reference. A full collection after large tables is a safety net for cycles elsewhere (the collector
         # runs by object count, not bytes); after small ones it would cost as much as checking them.
         large = table is not None and len(table) >= _COLLECT_AFTER_EVENTS
         if table is not None:
-            table.derived.clear()
+            table.clear_caches()
         table = None
         if large:
             gc.collect()

@@ -103,32 +103,49 @@ def read_source_file(root: Path, file: str, max_bytes: int = MAX_SOURCE_BYTES) -
 
 
 class SourceStatements:
-    """Statement lines of the Python files under `root`, each file read and parsed once."""
+    """Statement lines of the Python files under `root`, each file read once and parsed once: one per check
+    (kernlint.pipeline.SourceHandling.statements), shared by the inline-comment reader (`text_lines`, and the
+    statement whose comment counts) and the refinement of each finding's line."""
 
-    def __init__(self, root: Path, max_bytes: int = MAX_SOURCE_BYTES, only: Callable[[str], bool] | None = None):
+    def __init__(self, root: Path, max_bytes: int = MAX_SOURCE_BYTES):
         self.root = Path(root)
         self.max_bytes = max_bytes
-        self.only = only   # which files may be read (the CLI: those the source map resolved into the checkout)
+        self._data: dict[str, bytes | None] = {}
+        self._text: dict[str, list[str] | None] = {}
         self._trees: dict[str, ast.AST | None] = {}
         self._lines: dict[tuple, int | None] = {}
         self._resolved_root: Path | None = None
 
+    def data(self, file: str) -> bytes | None:
+        """The file's bytes (a path relative to the root, or absolute inside it), read once; None when it is
+        outside the root, not a regular file, too large or unreadable."""
+        if file not in self._data:
+            self._data[file] = self._read(file)
+        return self._data[file]
+
+    def text_lines(self, file: str) -> list[str] | None:
+        """The file's lines (UTF-8, undecodable bytes replaced), or None as for `data`."""
+        if file not in self._text:
+            data = self.data(file)
+            self._text[file] = None if data is None else data.decode("utf-8", errors="replace").splitlines()
+        return self._text[file]
+
     def tree(self, file: str) -> ast.AST | None:
-        """The parsed file (a path relative to the root, or absolute inside it); None when it is outside the
-        root, not a regular file, too large, unreadable or not Python."""
+        """The parsed file; None as for `data`, or when it is not Python."""
         if file not in self._trees:
             self._trees[file] = self._parse(file)
         return self._trees[file]
 
-    def _parse(self, file: str) -> ast.AST | None:
-        if self.only is not None and not self.only(file):
-            return None
+    def _read(self, file: str) -> bytes | None:
         if self._resolved_root is None:
             try:
                 self._resolved_root = self.root.resolve()
             except (OSError, RuntimeError):
                 return None
-        data = read_source_file(self._resolved_root, file, self.max_bytes)
+        return read_source_file(self._resolved_root, file, self.max_bytes)
+
+    def _parse(self, file: str) -> ast.AST | None:
+        data = self.data(file)
         if data is None:
             return None
         try:
@@ -149,9 +166,10 @@ class SourceStatements:
             self._lines[key] = None if tree is None else statement_line(tree, line, ops, function)
         return self._lines[key]
 
-    def refined(self, finding):
+    def refined(self, finding, only: Callable[[str], bool] | None = None):
         """The finding with its source at the statement line where one statement is found, and
-        `details["source_line"]` saying which line it names."""
+        `details["source_line"]` saying which line it names. `only`: which files may be read (the pipeline's:
+        those the source map resolved into the checkout)."""
         source = finding.source
         located = file_and_line(source)
         if located is None:
@@ -159,7 +177,8 @@ class SourceStatements:
         if isinstance(finding.details, dict) and "source_line" in finding.details:
             return finding   # refined already
         file, def_line = located
-        line = self.line_of(source, (finding.top_op, finding.launch_op), finding.function)
+        line = None if only is not None and not only(file) else \
+            self.line_of(source, (finding.top_op, finding.launch_op), finding.function)
         details = dict(finding.details) if isinstance(finding.details, dict) else {}
         if line is None or line == def_line:
             details["source_line"] = SOURCE_LINE_FUNCTION
@@ -168,14 +187,14 @@ class SourceStatements:
         return dataclasses.replace(finding, source=f"{file}:{line}", details=details)
 
 
-def with_statement_lines(result, statements: SourceStatements):
+def with_statement_lines(result, statements: SourceStatements, only: Callable[[str], bool] | None = None):
     """The check result with every finding's source refined to its statement line (reports and suppressed
-    findings alike)."""
+    findings alike); `only` as for SourceStatements.refined."""
     reports = []
     for report in result.reports:
-        outcomes = [dataclasses.replace(o, findings=[statements.refined(f) for f in o.findings])
+        outcomes = [dataclasses.replace(o, findings=[statements.refined(f, only) for f in o.findings])
                     for o in report.outcomes]
         reports.append(dataclasses.replace(report, outcomes=outcomes))
-    suppressed = [dataclasses.replace(s, finding=statements.refined(s.finding))
+    suppressed = [dataclasses.replace(s, finding=statements.refined(s.finding, only))
                   if dataclasses.is_dataclass(s) and hasattr(s, "finding") else s for s in result.suppressed]
     return dataclasses.replace(result, reports=reports, suppressed=suppressed)

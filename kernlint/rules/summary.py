@@ -45,3 +45,6 @@ class CheckedTrace:
 
     report: TraceReport
     summary: TraceSummary
+    # What the trace holds of CUDA graphs (kernlint.trace.pairing.GraphRole), when the check was asked for it:
+    # the pipeline pairs capture traces with replay traces from these, reading no trace again.
+    graph_role: Any = None

@@ -38,7 +38,7 @@ from kernlint.rules.fingerprint import FINGERPRINT_SCHEME, fingerprint_of
 from kernlint.rules.result import STATUS_FAILED, STATUS_PASSED, Finding, RuleOutcome, TraceReport
 from kernlint.rules.severity import SEVERITY_ORDER
 from kernlint.rules.sources import file_and_line
-from kernlint.rules.statements import SourceStatements, read_source_file
+from kernlint.rules.statements import SourceStatements
 
 SUPPRESSIONS_FILE = "kernlint-suppressions.json"
 SUPPRESSIONS_VERSION = 2
@@ -171,12 +171,13 @@ class _InlineComments:
     `resolve` (a source map's recorded path -> root-relative path), only the files it maps into the root. A
     trace names any path it likes: its own "suppression" in /tmp/x/secret.py is never read."""
 
-    def __init__(self, root: Path, resolve: Callable[[str], str | None] | None = None):
+    def __init__(self, root: Path, resolve: Callable[[str], str | None] | None = None,
+                 statements: SourceStatements | None = None):
         self.root = root
         self._resolve = resolve
         self._lines: dict[str, list[str] | None] = {}
-        self._statements = SourceStatements(root)
-        self._resolved_root: Path | None = None
+        # The check's files, read and parsed once for the comments and the statement refinement alike.
+        self._statements = statements if statements is not None else SourceStatements(root)
 
     def of(self, finding: Finding) -> tuple[set[str] | None, str] | None:
         """The comment on the finding's source line, else on the statement of its function that issued the op
@@ -213,17 +214,8 @@ class _InlineComments:
 
     def _read(self, file: str) -> list[str] | None:
         if file not in self._lines:
-            self._lines[file] = None
             mapped = file if self._resolve is None else self._resolve(file)
-            if mapped is not None:
-                if self._resolved_root is None:
-                    try:
-                        self._resolved_root = self.root.resolve()
-                    except (OSError, RuntimeError):
-                        return None
-                data = read_source_file(self._resolved_root, mapped)
-                if data is not None:
-                    self._lines[file] = data.decode("utf-8", errors="replace").splitlines()
+            self._lines[file] = None if mapped is None else self._statements.text_lines(mapped)
         return self._lines[file]
 
 
@@ -262,8 +254,8 @@ def _verdict(outcome: RuleOutcome, kept: list[Finding], floors: Mapping[str, int
 
 def apply_suppressions(reports: Sequence[TraceReport], rules: Sequence, *, file: SuppressionFile | None = None,
                        per_source: Mapping[str, Sequence[str]] | None = None, root: Path | None = None,
-                       inline: bool = True, resolve: Callable[[str], str | None] | None = None
-                       ) -> tuple[list[TraceReport], list[Suppressed]]:
+                       inline: bool = True, resolve: Callable[[str], str | None] | None = None,
+                       statements: SourceStatements | None = None) -> tuple[list[TraceReport], list[Suppressed]]:
     """The reports with suppressed findings taken out (verdicts recomputed), and what was suppressed. Inline
     comments are read from the files under `root` (default: the working directory) that `resolve` (a source
     map's `path`) maps there, or, without one, that the findings name inside it."""
@@ -276,7 +268,7 @@ def apply_suppressions(reports: Sequence[TraceReport], rules: Sequence, *, file:
         floors[r.id] = floor
     budget = Counter({k: e["count"] for k, e in (file.entries.items() if file else ())})
     key = file.key if file else fingerprint_of
-    comments = _InlineComments(root or Path.cwd(), resolve) if inline else None
+    comments = _InlineComments(root or Path.cwd(), resolve, statements) if inline else None
     suppressed: list[Suppressed] = []
     out = []
     for report in reports:

@@ -34,8 +34,8 @@ import msgspec
 from kernlint.errors import TraceError
 from kernlint.trace import names
 from kernlint.trace.graph_align import KernelTokens, LaunchTokens, Vocabulary, align, default_max_edits, launch_kind
+from kernlint.trace.kinds import CATEGORY_KIND, DEVICE_KINDS, RUNTIME_CATEGORIES
 from kernlint.trace.load import PlacedEvent, decode_trace, read_trace_bytes
-from kernlint.trace.table import CATEGORY_KIND, DEVICE_KINDS, RUNTIME_CATEGORIES
 
 
 class _HostEvent(PlacedEvent, gc=False):
@@ -143,6 +143,67 @@ def graph_role(path: Path, max_bytes: int) -> GraphRole:
     windows = _capture_sequences(runtime, ops) if captures else ()
     replayed = _replayed_sequences(runtime, device) if replays else ()
     return GraphRole(path, captures, replays, rank, frozenset(pids), start, windows, replayed)
+
+
+def role_of_table(table, path: Path | None = None) -> GraphRole:
+    """graph_role of a trace loaded already (an EventTable, before any capture is merged into it): what a
+    worker that checked the trace hands back, so that pairing reads no file again. The same fields from the
+    table's columns: runtime calls by name (each distinct name classified once), the launches inside stream
+    captures with their innermost op's category, and the device events each graph launch ran."""
+    import numpy as np
+
+    columns = table.columns
+    path = Path(path if path is not None else table.meta.path)
+    if not len(columns):
+        return GraphRole(path, False, False, table.meta.rank, frozenset())
+    codes, values = columns.coded("name")
+    runtime = columns["kind"] == "runtime"
+    begin = np.fromiter((bool(names.GRAPH_CAPTURE_BEGIN.match(v)) if isinstance(v, str) else False
+                         for v in values), dtype=bool, count=len(values))
+    graph = np.fromiter((not b and isinstance(v, str) and names.is_graph_launch(v) for v, b in zip(values, begin)),
+                        dtype=bool, count=len(values))
+    captures = bool((begin[codes] & runtime).any())
+    replays = bool((graph[codes] & runtime).any())
+    if not captures and not replays:   # most traces
+        return GraphRole(path, False, False, table.meta.rank, frozenset())
+    end = np.fromiter((isinstance(v, str) and bool(names.GRAPH_CAPTURE_END.match(v)) for v in values), dtype=bool,
+                      count=len(values))
+    launch = np.fromiter((isinstance(v, str) and _is_launch(v) for v in values), dtype=bool, count=len(values))
+    ts, dur = columns["ts"], columns["dur"]
+    pid, tid = columns["pid"], columns["tid"]
+    correlation = columns["correlation"]
+    kernel = columns["launch_kernel"]
+    timed = runtime & ~np.isnan(ts)
+    pids = frozenset(str(p) for p in np.unique(pid[runtime]).tolist())
+    first = float(ts[timed].min()) if timed.any() else None
+    wanted = (begin | graph | end | (launch if captures else np.zeros_like(launch)))[codes] & timed
+    rows = np.flatnonzero(wanted)
+    calls = [(float(ts[r]), 0.0 if np.isnan(dur[r]) else float(dur[r]), (pid[r], tid[r]), values[codes[r]],
+              int(correlation[r]) if correlation[r] >= 0 else None, kernel[r] if isinstance(kernel[r], str) else "")
+             for r in rows.tolist()]
+    windows: tuple = ()
+    if captures:
+        threads = {(pid[r], tid[r]) for r in np.flatnonzero(begin[codes] & timed).tolist()}
+        op_rows = np.flatnonzero((columns["kind"] == "op") & ~np.isnan(ts))
+        ops: dict[tuple, list[tuple[float, float, str]]] = {}
+        for r in op_rows.tolist():
+            thread = (pid[r], tid[r])
+            if thread in threads:
+                ops.setdefault(thread, []).append((float(ts[r]), float(ts[r]) + (0.0 if np.isnan(dur[r])
+                                                                                   else float(dur[r])),
+                                                   values[codes[r]]))
+        windows = _capture_sequences(calls, ops)
+    replayed: tuple = ()
+    if replays:
+        launched = {c[4] for c in calls if c[4] is not None and names.is_graph_launch(c[3])}
+        device = np.isin(columns["kind"], list(DEVICE_KINDS)) & ~np.isnan(ts) & (correlation >= 0)
+        device &= np.isin(correlation, np.fromiter(launched, dtype=np.int64, count=len(launched)))
+        events = [(float(ts[r]), columns["kind"][r], values[codes[r]], int(correlation[r]))
+                  for r in np.flatnonzero(device).tolist()]
+        replayed = _replayed_sequences(calls, events)
+    base = table.meta.base_time_ns or 0
+    start = None if first is None else base / 1000 + first
+    return GraphRole(path, captures, replays, table.meta.rank, pids, start, windows, replayed)
 
 
 def _decode_args(raw: msgspec.Raw) -> _Args:
@@ -280,6 +341,13 @@ def pair_captures(files: Sequence[Path], max_bytes: int, explicit: Iterable[Path
             raise TraceError(p, "records no CUDA-graph capture (no cudaStreamBeginCapture .. EndCapture): it "
                                 "cannot be the --capture of a replay trace")
         given.append(role)
+    return pair_roles(files, roles, given)
+
+
+def pair_roles(files: Sequence[Path], roles: Sequence[GraphRole], given: Sequence[GraphRole] = ()) -> CapturePairing:
+    """pair_captures from the traces' roles (read by graph_role, or made by the workers that checked them:
+    role_of_table) and the roles of the --capture files (`given`)."""
+    explicit = bool(given)
     replaying = [r for r in roles if r.replays]
     capture_only = [r for r in roles if r.captures and not r.replays]
     pairing = CapturePairing(checked=[Path(f) for f in files])

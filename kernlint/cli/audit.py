@@ -1,0 +1,112 @@
+"""`kernlint audit`: the built-in workloads profiled and checked, or the recorded rule cases replayed."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kernlint.cli.app import emit, guarded, main, progress_display, write_atomically
+from kernlint.cli.checking import read_baseline
+from kernlint.cli.options import (
+    ConfiguredCommand,
+    baseline_options,
+    config_options,
+    current_config,
+    debug_option,
+    device_option,
+    format_option,
+    repeat_option,
+)
+from kernlint.config import (
+    resolve_check,
+)
+from kernlint.errors import ConfigError, ExitCode
+from kernlint.extras import require_capture
+
+# `audit --timeout`'s default: kernlint.capture.child.AUDIT_TIMEOUT_S, which is not imported for the option
+# (tests/test_startup_imports.py checks that the two agree).
+_AUDIT_TIMEOUT_S = 600.0
+# The config keys `audit` takes: the baseline (and the [thresholds] it is compared with).
+_AUDIT_KEYS = frozenset({"baseline"})
+
+
+@main.command(cls=ConfiguredCommand, config_keys=_AUDIT_KEYS)
+@device_option
+@click.option("--include-regressed", is_flag=True,
+              help="Also run the regressed variants (fixtures/regressed) and show them caught.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep the traces and run metadata here (default: a temporary folder, removed).")
+@click.option("--replay", is_flag=True,
+              help="Instead of running workloads, check the recorded fixture traces (H200 ones included).")
+@click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Fixture folder (default: the source checkout's fixtures/).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=_AUDIT_TIMEOUT_S,
+              show_default=True, metavar="SECONDS",
+              help="Each workload's limit (it runs in a process of its own; kernlint's start there is not "
+                   "counted): past it the workload is stopped, one error line (exit 2).")
+@repeat_option
+@baseline_options
+@format_option
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the report to this file (atomically) instead of stdout.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE", help="Also write a self-contained HTML report of the audit (timelines, kernel "
+                                   "tables, allocations, verdicts) to FILE.")
+@config_options
+@debug_option
+@guarded
+def audit(device, include_regressed, out_dir, replay, fixtures, timeout_s, repeat, baseline, strict_env,
+          strict_timing, fmt, output, html_path, config_file, isolated, debug):
+    """Run the built-in workloads under the profiler and check every shipped rule.
+
+    Exit 0 when every workload gets the verdict it must get (fixed ones pass; with --include-regressed the
+    regressed ones are caught) and, with --baseline, no baseline rule fails; 1 otherwise.
+    """
+    from kernlint.report import audit_renderer, replay_renderer
+
+    if not replay:   # replaying recorded traces needs no torch; profiling does
+        require_capture("kernlint audit")
+    # The format is resolved before any work: a format that cannot render this is refused at once.
+    render = replay_renderer(fmt) if replay else audit_renderer(fmt)
+    render_html = audit_renderer("html") if html_path is not None and not replay else None
+    # The check's settings as `kernlint check` resolves them (kernlint.config.resolve_check): the config's
+    # [severity], [min-cost], [thresholds], suppressions, inline ignores and path map apply; every shipped
+    # rule is checked (select=ALL: the audit proves each rule on its workloads, whatever the project selects).
+    settings = resolve_check(current_config(), rule_paths=(), builtin=True, select=("ALL",))
+    rules = settings.rules
+    if replay:
+        from kernlint.cases import audit_recorded_cases
+        from kernlint.checkout import CHECKOUT_FIXTURES
+
+        folder = fixtures or CHECKOUT_FIXTURES
+        if not (folder / "cases").is_dir():
+            raise ConfigError(folder, "no cases/ folder here; pass --fixtures DIR")
+        result = audit_recorded_cases(folder, rules, settings.sources)
+        if not result.results:  # nothing replayed is no evidence: never "0/0 as expected"
+            raise ConfigError(folder / "cases", "no case names a recorded trace (`trace = ...`): nothing to "
+                                                "replay")
+        emit(render(result), output)
+        return ExitCode.CLEAN if result.all_as_expected else ExitCode.FINDINGS
+    from kernlint.audit import WorkloadProcess, audit_workloads, run_audit, workloads_not_run
+    from kernlint.workloads import resolve_device
+
+    dev = resolve_device(device)
+    workloads = audit_workloads(dev, include_regressed=include_regressed, fixtures=fixtures)
+    not_run = workloads_not_run(dev, include_regressed=include_regressed, fixtures=fixtures)
+    with progress_display() as progress:
+        task = progress.add_task("starting", total=None)
+
+        def on_step(stage: str, workload) -> None:
+            progress.update(task, description=f"{stage} {workload.name} on {dev}")
+
+        result = run_audit(workloads, rules, dev, out_dir, on_step=on_step, steps=repeat,
+                           baseline=read_baseline(baseline) if baseline else None,
+                           baseline_path=str(baseline or ""), limits=settings.thresholds,
+                           strict_env=strict_env, strict_timing=strict_timing, keep_tables=html_path is not None,
+                           not_run=not_run,
+                           process=WorkloadProcess(timeout_s, fixtures, lambda line: click.echo(line, err=True)),
+                           sources=settings.sources)
+    if render_html is not None:
+        write_atomically(html_path, render_html(result))
+    emit(render(result), output)
+    return ExitCode.CLEAN if result.all_as_expected else ExitCode.FINDINGS
