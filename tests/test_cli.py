@@ -154,6 +154,21 @@ def test_audit_replay_checks_each_recorded_case_against_its_expectation(tmp_path
     assert sum(1 for c in data["cases"] if c["problems"]) == 1, data["cases"]
 
 
+def test_audit_replay_from_the_checkout_refines_sources_and_keeps_the_cases(tmp_path, monkeypatch):
+    """From the checkout's root the replay applies source mapping as `kernlint check` does: findings name the
+    statement (fixtures/regressed/fp8_linear_new_ones.py:18), and a case's `source` pattern, which names the
+    def line the profiler recorded (:17), still holds (the refined finding keeps it: details.def_line)."""
+    kl001 = (FIXTURES / "cases" / "KL001.toml").read_text()
+    folder = _fixtures_with_cases(tmp_path / "fixtures", {"KL001.toml": kl001})
+    monkeypatch.chdir(FIXTURES.parent)
+    result = run("audit", "--replay", "--fixtures", folder, "--format", "json")
+    data = json.loads(result.output)
+    assert result.exit_code == 0 and data["all_as_expected"] is True, [c for c in data["cases"] if c["problems"]]
+    replayed = next(c for c in data["cases"] if c["case"] == "gpu-graph-replay-new-ones-with-capture")
+    assert {f["source"] for f in replayed["findings"]} == {"fixtures/regressed/fp8_linear_new_ones.py:18"}
+    assert {f["details"]["def_line"] for f in replayed["findings"]} == {17}
+
+
 def test_explain_schema_prints_the_rule_language_reference():
     result = run("explain", "--schema")
     assert result.exit_code == 0
