@@ -11,6 +11,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 from click.testing import CliRunner
 
 from kernlint.cli import main
@@ -123,15 +124,68 @@ def test_hostile_names_are_escaped_in_the_markup(tmp_path):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
-def test_a_cross_rank_finding_shows_the_collective_each_rank_waited_in(tmp_path):
+def test_a_cross_rank_finding_shows_who_waited_for_whom(tmp_path):
+    """Rank 1 alone calls .item() (KL003/KL004), yet it is rank 0 that reached the AllReduce last: 293.7 ms
+    after rank 1 on their common clock (rank 0's trace began 291.9 ms later), so rank 1 spent 293.9 ms in it
+    waiting for rank 0, and rank 0 0.2 ms. The table names rank 0 as the one waited for, rank 1 as the waiter
+    (and the rank of the divergent launch, which is not what the collective waited for)."""
     rank1_sync = REPO / "fixtures" / "traces" / "gpu-tp2-nccl" / "fp8-tp-mlp-rank1-sync"
     page = report(tmp_path, rank1_sync)
     table = page[page.index('<table class="stalls">'):]
     table = table[:table.index("</table>")]
-    rows = re.findall(r'<tr data-rank="(\d)"><td>([^<]*)</td><td class="mono">([^<]*)</td>'
-                      r'<td class="num">([\d.]+)</td><td class="num stall">([\d.]+)</td>', table)
-    assert [(r[0], r[1]) for r in rows] == [("0", "0"), ("1", "1 (divergent)")], table
-    assert all(html.unescape(r[2]).startswith("ncclDevKernel_AllReduce_Sum_bf16") for r in rows)
-    # rank 1's .item() held the AllReduce: 293.9 ms there against 203.6 µs on rank 0 (the kernel table's times)
-    assert [float(r[3]) for r in rows] == [203.6, 293882.0]
-    assert [float(r[4]) for r in rows] == [0.0, 293678.5]
+    rows = re.findall(r'<tr class="(stall-\w+)" data-rank="(\d)" data-waited-for="(\d?)"( data-last="1")?'
+                      r'( data-divergent="1")?>(.*?)</tr>', table, re.S)
+    assert [(r[0], r[1], r[2], bool(r[3]), bool(r[4])) for r in rows] == [
+        ("stall-late", "0", "", True, False), ("stall-waiter", "1", "0", False, True)], table
+    cells = {r[1]: re.findall(r'data-us="([\d.]+)"', r[5]) for r in rows}
+    assert [float(v) for v in cells["0"]] == [203.6, 0.0]           # time in it, waiting
+    assert float(cells["1"][0]) == 293882.0 and abs(float(cells["1"][1]) - 293678.5) < 1.0
+    assert "arrived last: rank 1 waited for it" in rows[0][5] and "waited for rank 0" in rows[1][5]
+    caption = html.unescape(re.sub(r"<[^>]+>", "", table[:table.index("</caption>")]))
+    assert "Rank 0 reached ncclDevKernel_AllReduce_Sum_bf16_RING_LL last, 293.7 ms after rank 1" in caption
+    assert "is on rank 1, which was not late" in caption and "common clock" in caption
+
+
+def test_collective_waits_from_the_clock_and_from_the_durations_agree(monkeypatch):
+    """Who waited for whom, with no divergent launch (the run's first collective) and with one; arrival on the
+    common clock, and (no clock) from the times in the collective, whose ends are taken as simultaneous."""
+    from kernlint.report import rank_view
+    from kernlint.rules.result import Finding
+
+    nccl = REPO / "fixtures" / "traces" / "gpu-tp2-nccl"
+    clean = {t.meta.rank: t for t in map(load_trace, sorted((nccl / "fp8-tp-mlp").glob("*.pt.trace.json.gz")))}
+    waits = rank_view.collective_waits(clean, None)
+    assert waits.basis == "clock" and waits.late_rank == 1 and not waits.after_divergent
+    (waiter,) = [r for r in waits.rows if not r.last]
+    assert waiter.rank == 0 and waiter.waited_for == 1 and abs(waiter.waited_us - 619400.7) < 2.0
+    assert waits.summary.startswith("Rank 1 reached") and "divergent" not in waits.summary
+    monkeypatch.setattr(rank_view, "_clock_offset_us", lambda table: None)
+    by_durations = rank_view.collective_waits(clean, None)
+    assert by_durations.basis == "durations" and by_durations.late_rank == 1
+    # The two readings differ by no more than the collective's ends differ on the clock (about 1 µs).
+    assert waits.end_spread_us < 2.0
+    assert all(abs(a.waited_us - b.waited_us) <= waits.end_spread_us + 0.05
+               for a, b in zip(by_durations.rows, waits.rows, strict=True))
+    # The divergent rank that is also the late one is named as the cause.
+    late = Finding("KL004", "host-sync-on-some-ranks", "error", "", clean[1].path, "ranks 0, 1", "aten::item", "op",
+                   "sync_op", "aten::item", None, None, None, float(np.nanmin(clean[1].columns["ts"])), rank=1)
+    said = rank_view.collective_waits(clean, late)
+    assert said.after_divergent and said.late_rank == 1 and "Rank 1 issued the divergent launch" in said.summary
+
+
+def test_a_strip_plot_draws_every_run_of_both_sides_on_one_axis():
+    from kernlint.report.baseline_view import MAX_DOTS, strip_plot
+
+    assert strip_plot(None) is None and strip_plot({"shift_us": 1.0, "baseline_runs_us": [1.0]}) is None
+    details = {"direction": "slower", "baseline_runs_us": [10.0, 10.2, 9.9, 10.1], "candidate_runs_us": [11.0, 11.3],
+               "baseline_run_process": [0, 0, 1, 1]}
+    plot = strip_plot(details)
+    base, cand = plot.rows
+    assert (base.side, base.runs, len(base.dots)) == ("baseline", 4, 4) and (cand.runs, len(cand.dots)) == (2, 2)
+    assert {cls for _, _, cls in base.dots} == {"strip-dot strip-p0", "strip-dot strip-p1"}   # a colour a process
+    assert {cls for _, _, cls in cand.dots} == {"strip-dot strip-cand strip-slower"}
+    xs = [x for row in plot.rows for x, _, _ in row.dots]
+    assert plot.label_width <= min(xs) and max(xs) <= plot.width          # one axis, inside the plot
+    assert base.median_x < cand.median_x and "4 vs 2 runs" in plot.caption
+    many = strip_plot({"baseline_runs_us": [1.0] * 3000, "candidate_runs_us": [2.0] * 5})
+    assert len(many.rows[0].dots) <= MAX_DOTS and many.rows[0].runs == 3000

@@ -169,3 +169,53 @@ def test_a_finding_cost_names_its_breakdown_category_and_every_format_shows_the_
     assert "Where the time goes" in renderer("markdown")(result, RenderContext())
     html = renderer("html")(result, RenderContext())
     assert 'id="time-0"' in html and 'href="#time-0"' in html
+
+
+def test_h200_decode_launch_delay_and_per_step_times_match_the_raw_trace():
+    """Launch delay (queue time): each kernel's start minus its launch call's start, per step and overall."""
+    import statistics
+
+    table, events = load_trace(DECODE), _raw(DECODE)
+    b = time_breakdown(table)
+    steps = _steps(events)
+    per_step = [[max(d[1] - d[3], 0.0) for d in _device_events(events) if lo <= d[3] < hi] for lo, hi in steps]
+    delays = [d for step in per_step for d in step]
+    assert b.launch_delay.launches_per_step == pytest.approx(len(delays) / len(steps))
+    assert b.launch_delay.mean_us == pytest.approx(statistics.fmean(delays), rel=1e-6)
+    assert b.launch_delay.median_us == pytest.approx(statistics.median(delays), rel=1e-6)
+    assert b.launch_delay.max_us == pytest.approx(max(delays))
+    assert [s.label for s in b.per_step] == [f"ProfilerStep#{i}" for i in (1, 2, 3)]
+    for s, mine in zip(b.per_step, per_step):
+        assert s.launches == len(mine) and s.launch_delay_mean_us == pytest.approx(statistics.fmean(mine))
+        assert s.launch_delay_max_us == pytest.approx(max(mine))
+        # One stream: the categories and idle add up to the step's wall time.
+        assert sum(s.categories.values()) + s.idle_us == pytest.approx(s.wall_us, rel=1e-6)
+    assert sum(s.wall_us for s in b.per_step) / b.steps == pytest.approx(b.wall_us)
+    assert b.comm_us == 0 and b.comm_overlap_share is None
+
+
+def _two_streams(path: Path) -> Path:
+    """An all-reduce on stream 2 from 10 to 40 µs, a GEMM on stream 1 from 25 to 55 µs and another from 60 to
+    70 µs: 15 µs of the 30 µs of communication overlapped by compute. Launch calls at 1, 2 and 3 µs."""
+    kernels = [("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 10, 30, 2, 1), ("nvjet_sm90_tst_gemm", 25, 30, 1, 2),
+               ("nvjet_sm90_tst_gemm", 60, 10, 1, 3)]
+    events = []
+    for name, ts, dur, stream, corr in kernels:
+        events += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": corr,
+                    "dur": 0.5, "args": {"correlation": corr}},
+                   {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+                    "args": {"correlation": corr, "device": 0, "stream": stream}}]
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_communication_overlap_is_the_part_of_the_collectives_that_compute_covers(tmp_path):
+    b = time_breakdown(load_trace(_two_streams(tmp_path / "two_streams.json")))
+    assert b.basis == PROFILED_WINDOW and b.wall_us == pytest.approx(60)      # 10 to 70
+    assert b.busy_us == pytest.approx(55) and b.kernel_us == pytest.approx(70)
+    assert b.comm_us == pytest.approx(30) and b.comm_overlap_us == pytest.approx(15)
+    assert b.comm_overlap_share == pytest.approx(0.5)
+    (step,) = b.per_step
+    assert (step.comm_us, step.comm_overlap_us, step.idle_us) == pytest.approx((30, 15, 5))
+    assert step.categories == pytest.approx({"communication": 30, "gemm": 40})
+    assert b.launch_delay.mean_us == pytest.approx((9 + 23 + 57) / 3) and b.launch_delay.max_us == pytest.approx(57)

@@ -249,3 +249,23 @@ def test_17_tokens_instead_of_16_fails_the_gate(tmp_path, process):
     assert result.exit_code == 1, result.output
     found = {f["rule"] for f in json.loads(result.output)["findings"]}
     assert "KL801" in found
+
+
+def test_a_timing_finding_carries_the_per_run_durations_of_both_sides(tiny):
+    """The HTML report draws each side's runs (a strip plot), so the details carry them: in run order, with the
+    process of each run where a side had several, and their medians are the verdict's."""
+    baseline = build_baseline(profile_traces([tiny["p01"], tiny["p02"], tiny["p03"]]))
+    slower = _timing(check_tables([_slowed(tiny["p06"], 1.02, None)], RULES, baseline=baseline)[-1])["KL804"]
+    assert slower.findings
+    for finding in slower.findings:
+        d = finding.details
+        assert len(d["baseline_runs_us"]) == d["baseline_runs"] == 30 and len(d["candidate_runs_us"]) == 10
+        assert d["baseline_run_process"] == [0] * 10 + [1] * 10 + [2] * 10 and "candidate_run_process" not in d
+        assert float(np.median(d["baseline_runs_us"])) == pytest.approx(d["baseline_median_us"], abs=1e-3)
+        assert float(np.median(d["candidate_runs_us"])) == pytest.approx(d["candidate_median_us"], abs=1e-3)
+    json.dumps(slower.findings[0].details)   # plain data, as every output format writes it
+    # A long side is thinned evenly, and says so.
+    verdict = compare_samples(list(np.linspace(10, 11, 2500)), [12.0] * 20, Thresholds())
+    details = verdict.as_details()
+    assert details["baseline_runs_step"] == 3 and len(details["baseline_runs_us"]) == 834
+    assert details["candidate_runs_us"] == [12.0] * 20 and "candidate_runs_step" not in details

@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -79,6 +79,12 @@ class TimingVerdict:
     # it; the baseline's first), or "prior" (one process on each side: assumed, Thresholds.between_prior*).
     between_source: str = "baseline"
     between_prior: str = ""         # the prior in words, where between_source is "prior"
+    # The per-run durations (µs) of each side, in run order, so that a reader can judge the noise by eye (the
+    # HTML report's strip plot): kept as given (no copy), out of comparisons and the repr.
+    base_samples: Sequence[float] = field(default=(), compare=False, repr=False)
+    cand_samples: Sequence[float] = field(default=(), compare=False, repr=False)
+    base_sample_process: Sequence[int] | None = field(default=None, compare=False, repr=False)
+    cand_sample_process: Sequence[int] | None = field(default=None, compare=False, repr=False)
 
     @property
     def tail_widening(self) -> float:
@@ -103,7 +109,26 @@ class TimingVerdict:
                 "baseline_processes": self.base_processes, "candidate_processes": self.cand_processes,
                 "runs_needed": self.runs_needed, "tail_shift_us": round(self.tail_shift, 4),
                 "tail_widening_us": round(self.tail_widening, 4), "between_process_source": self.between_source,
-                "between_process_prior": self.between_prior or None}
+                "between_process_prior": self.between_prior or None,
+                **_runs("baseline", self.base_samples, self.base_sample_process),
+                **_runs("candidate", self.cand_samples, self.cand_sample_process)}
+
+
+MAX_RUNS_IN_DETAILS = 1000   # per side; more runs are thinned evenly (every k-th run), and the details say so
+
+
+def _runs(side: str, samples: Sequence[float], process: Sequence[int] | None) -> dict:
+    """`<side>_runs_us`: the side's per-run durations in run order (rounded to ns), and `<side>_run_process`:
+    the process each came from, where there was more than one; `<side>_runs_step` > 1 where only every k-th
+    run is listed."""
+    values = [float(v) for v in samples]
+    step = max(1, math.ceil(len(values) / MAX_RUNS_IN_DETAILS))
+    out: dict = {f"{side}_runs_us": [round(v, 4) for v in values[::step]]}
+    if process is not None and len(process) == len(values) and len(set(process)) > 1:
+        out[f"{side}_run_process"] = [int(g) for g in list(process)[::step]]
+    if step > 1:
+        out[f"{side}_runs_step"] = step
+    return out
 
 
 def _rounded(p: float) -> float | None:
@@ -233,7 +258,9 @@ def compare_samples(base_samples, cand_samples, limits: Thresholds, *, base_grou
                             floor_us / base_median if base_median > 0 else math.inf, noise, len(base), len(cand),
                             p_mw=p_mw, p_ks=p_ks, floor_us=floor_us, quantum_us=quantum_us, between_noise=between,
                             base_processes=base_processes, cand_processes=cand_processes, tail_shift=tail,
-                            between_source=source, between_prior=prior)
+                            between_source=source, between_prior=prior, base_samples=base_samples,
+                            cand_samples=cand_samples, base_sample_process=base_groups,
+                            cand_sample_process=cand_groups)
     return decide(verdict, p, 1, limits)
 
 

@@ -42,14 +42,19 @@ def check(traces, **params):
               help="The HTML file to write (self-contained: attach it to a PR or keep it as a CI artifact).")
 @click.option("--max-trace-bytes", type=ByteSize(), default=None, metavar="SIZE",
               help="Refuse a trace larger than this (bytes, or with a suffix: 512M, 4G).")
+@click.option("--embed-trace", type=click.Choice(["auto", "always", "never"]), default="auto", is_flag=False,
+              flag_value="always", show_default=True,
+              help="Put the trace (gzip, base64) in the report for its Open in Perfetto button: auto up to 2 MB "
+                   "gzipped, always (the bare flag), or never.")
 @capture_option
 @config_options
 @debug_option
 @guarded
 def report(traces, output, **params):
     """Write a self-contained HTML report of traces (a file, a run folder): verdicts, each finding with its
-    rule's docs and source line, timelines of the scopes with findings, the kernel table, allocations, the
-    baseline diff with --baseline, and run metadata. Exit 0 once written (check is the gate)."""
+    rule's docs and source line, timelines of the scopes with findings, each trace's step timeline and its Open
+    in Perfetto button, the kernel table, allocations, the baseline diff with --baseline, and run metadata. Exit 0
+    once written (check is the gate)."""
     options = CheckOptions.from_params({**params, "fmt": "html", "output": output, "quiet": True})
     check_traces(traces, options)   # the report says what a check would exit with
     return ExitCode.CLEAN

@@ -44,7 +44,8 @@ def rendered(result, options: CheckOptions) -> object:
     from kernlint.report import RenderContext, get_format
 
     what = "statistics" if options.statistics else "check"
-    return get_format(options.fmt).renderer(what)(result, RenderContext(verbosity=options.verbosity))
+    context = RenderContext(verbosity=options.verbosity, embed_trace=options.extra.get("embed_trace") or "auto")
+    return get_format(options.fmt).renderer(what)(result, context)
 
 
 # How a trace read from standard input is named in errors (never the temporary file it is kept in).

@@ -30,9 +30,11 @@ _WHAT = {"check": "check results", "audit": "audits", "replay": "replays", "stat
 
 @dataclass(frozen=True)
 class RenderContext:
-    """How the user asked for the output. `verbosity`: -1 with -q, 0 by default, 1 with -v."""
+    """How the user asked for the output. `verbosity`: -1 with -q, 0 by default, 1 with -v. `embed_trace`: whether
+    the HTML report holds the trace for its Perfetto button (kernlint.report.perfetto: auto, always, never)."""
 
     verbosity: int = 0
+    embed_trace: str = "auto"
 
 
 # (what, ctx) -> text or a rich renderable. What: a CheckResult (kernlint.rules.result) for check and

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -17,8 +16,11 @@ import jinja2
 
 from kernlint._version import __version__
 from kernlint.report import RenderContext, Renderer
+from kernlint.report.baseline_view import strip_plot
 from kernlint.report.breakdown import summary_line
 from kernlint.report.safe import cost_text, format_bytes, format_duration_us, format_share, json_safe, printable
+from kernlint.report.step_view import step_context
+from kernlint.report.time_view import byte_ticks, step_strip
 from kernlint.report.views import Allocations, ReportView, Timeline, build_report_view
 from kernlint.rules.result import CheckResult
 
@@ -128,9 +130,12 @@ class SvgAllocations:
     temporaries: list[tuple[float, float, float, float, str]]
     ticks: list[tuple[float, str]]
     peak: str
+    y_ticks: list[tuple[float, str]] = field(default_factory=list)   # (y, bytes with their unit)
+    t0: float = 0.0          # the x axis: the trace's time axis (trace clock, µs), shared by its charts
+    t1: float = 0.0
 
 
-def layout_allocations(allocations: Allocations) -> SvgAllocations:
+def layout_allocations(allocations: Allocations, axis: tuple[float, float] | None = None) -> SvgAllocations:
     span = max(allocations.end - allocations.start, 1e-3)
     top = max(allocations.peak, 1)
     sx = PLOT_WIDTH / span
@@ -152,8 +157,10 @@ def layout_allocations(allocations: Allocations) -> SvgAllocations:
                                       + (f", freed at +{format_duration_us(temp.end)}" if temp.end is not None
                                          else ", not freed in the trace"))))
     ticks = _ticks(span, sx)
+    t0, t1 = axis if axis is not None else (allocations.start, allocations.end)
     return SvgAllocations(LABEL_WIDTH + PLOT_WIDTH + 10, ALLOC_HEIGHT + 10, " ".join(coords), temporaries, ticks,
-                          format_bytes(allocations.peak))
+                          format_bytes(allocations.peak), byte_ticks(allocations.peak, base, ALLOC_HEIGHT - 30),
+                          t0, t1)
 
 
 def _ci_bar(details: dict | None) -> dict | None:
@@ -194,8 +201,9 @@ def _sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
 
 
-def render_view(view: ReportView) -> str:
+def render_view(view: ReportView, embed: str = "auto") -> str:
     css, js = _asset("report.css"), _asset("report.js")
+    css, js = css + _asset("timeline.css"), js + _asset("timeline.js")   # the step timeline (step_view)
     csp = (f"default-src 'none'; style-src '{_sha256(css)}'; script-src '{_sha256(js)}'; img-src data:; "
            "base-uri 'none'; form-action 'none'")
     timelines = {}
@@ -204,17 +212,21 @@ def render_view(view: ReportView) -> str:
         for i, timeline in enumerate(trace.timelines):
             timelines[f"tl-{n}-{i}"] = layout_timeline(timeline, f"tl-{n}-{i}")
     cross = [layout_timeline(t, f"ranks-{i}") for i, t in enumerate(view.cross_rank)]
-    allocations = {t.id: layout_allocations(t.allocations) for t in view.traces if t.allocations}
-    baseline = None if view.baseline is None else [dict(row=row, ci=_ci_bar(row.details)) for row in view.baseline]
-    metadata = json.dumps(json_safe(view.metadata), indent=1, sort_keys=True, default=str)
+    allocations = {t.id: layout_allocations(t.allocations, t.axis) for t in view.traces if t.allocations}
+    strips = {t.id: step_strip(t.time_section, t.axis, t.time.get("devices", 1)) for t in view.traces
+              if t.time_section is not None and t.axis is not None}
+    baseline = None if view.baseline is None else [
+        dict(row=row, ci=_ci_bar(row.details), strip=strip_plot(row.details)) for row in view.baseline]
+    metadata = json_safe(view.metadata)
     return _environment().get_template("report.html.j2").render(
         view=view, css=css, js=js, csp=csp, timelines=timelines, cross=cross, allocations=allocations,
-        baseline=baseline, metadata=metadata, version=__version__, label_width=LABEL_WIDTH)
+        baseline=baseline, metadata=metadata, version=__version__, label_width=LABEL_WIDTH, strips=strips,
+        **step_context(view, embed))
 
 
 def render(result: CheckResult, ctx: RenderContext | None = None) -> str:
     """`check --format html`: needs the tables the check read (CheckResult.tables)."""
-    return render_view(build_report_view(result, result.tables or []))
+    return render_view(build_report_view(result, result.tables or []), embed=getattr(ctx, "embed_trace", "auto"))
 
 
 def render_audit(run, ctx: RenderContext | None = None) -> str:

@@ -71,7 +71,16 @@
                                       # gemm, attention, norm, elementwise, reduce, embedding, copy/layout,
                                       # host transfer, communication, memset/fill, other; shares of wall_us
                        "top": [{"name": "nvjet_sm90_...", "category": "gemm", "us_per_step": 243.0,
-                                "share": 0.02, "launches_per_step": 64.0}, ...]} | null,
+                                "share": 0.02, "launches_per_step": 64.0}, ...],
+                       "launch_delay": {"launches_per_step": 57.0, "mean_us": 8.3, "median_us": 7.6,
+                                        "max_us": 23.6} | null,   # launch call start -> its kernel's start
+                       "comm_us": 0.0, "comm_overlap_us": 0.0,    # per step: communication (union), of it
+                       "comm_overlap_share": 0.0 | null,         # the part other device work overlapped
+                       "per_step": [{"step": 0, "label": "ProfilerStep#3", "start_us": ..., "wall_us": ...,
+                                     "busy_us": ..., "idle_us": ..., "kernel_us": ...,
+                                     "categories": {"gemm": 5043.0, ...}, "launches": 57,
+                                     "launch_delay_mean_us": 8.3, "launch_delay_max_us": 23.6,
+                                     "comm_us": 0.0, "comm_overlap_us": 0.0}, ...]} | null,   # 64 at most
               "rules": [{"rule": "KL001", "status": "failed|passed|incomplete|not-applicable",
                          "level": "kernel|op|null",
                          "instances": 2, "reason": null, "note": null, "findings": 1}]}]

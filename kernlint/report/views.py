@@ -19,6 +19,9 @@ import numpy as np
 
 from kernlint.errors import ExitCode
 from kernlint.report.breakdown import anchor
+from kernlint.report.rank_view import CollectiveWait, RankRun, collective_waits, rank_center, rank_runs
+from kernlint.report.step_view import StepTimeline, step_timeline
+from kernlint.report.time_view import RankTable, TimeSection, finding_times, rank_tables, time_section, trace_axis
 from kernlint.rules.causes import Cause, causes_of, describe_instances, instance_step
 from kernlint.rules.result import CheckResult, Finding, TraceReport, clean_finding, sorted_findings
 from kernlint.rules.schema import Rule
@@ -71,18 +74,8 @@ class Timeline:
     finding_ids: list[str] = field(default_factory=list)
     omitted: int = 0                # bars left out (MAX_BARS)
     multi_rank: bool = False
-    stalls: list[RankStall] = field(default_factory=list)   # multi-rank: the collective each rank waited in
-
-
-@dataclass
-class RankStall:
-    """One rank's part of the first collective after a divergent launch: collectives pair up across ranks by
-    their order, so the one a late rank delayed shows as a long wait on the ranks that were on time."""
-    rank: int
-    kernel: str
-    dur_us: float
-    over_fastest_us: float            # this rank's time in it beyond the fastest rank's: the stall
-    divergent: bool                   # the rank that issued the divergent launch
+    stalls: list[CollectiveWait] = field(default_factory=list)   # multi-rank: who waited for whom (rank_view)
+    rank_run: RankRun | None = None    # multi-rank: the run group drawn, its traces and collective waits
 
 
 @dataclass
@@ -170,6 +163,9 @@ class TraceView:
     # Where the device time goes (TraceReport.time) and the HTML id of its section; None without device events.
     time: dict | None = None
     time_id: str | None = None
+    axis: tuple[float, float] | None = None       # the trace's time axis, shared by its charts (time_view)
+    time_section: TimeSection | None = None       # per step, launch delay, overlap, findings' costs (time_view)
+    step: StepTimeline | None = None              # one whole step, drawn interactively (step_view)
 
 
 @dataclass
@@ -207,6 +203,7 @@ class ReportView:
     notes: list[str]
     counts: dict[str, int]
     workloads: list[dict[str, Any]] | None = None    # an audit's workloads and their verdicts
+    rank_times: list[RankTable] = field(default_factory=list)   # per-rank breakdowns of a folder of ranks
     gate: str = ""                                   # what the exit code means, as the gate decides it
 
 
@@ -280,7 +277,9 @@ def scope_rows(table: EventTable, index: ScopeIndex, findings: list[Finding]) ->
     return out[:MAX_SCOPE_ROWS]
 
 
-def allocations(table: EventTable) -> Allocations | None:
+def allocations(table: EventTable, axis: tuple[float, float] | None = None) -> Allocations | None:
+    """Bytes live over time; `axis` (the trace's time axis, time_view.trace_axis): its times are since the
+    axis' start and its span is the axis', so the chart shares the trace's x scale."""
     f = table.columns
     mem = np.flatnonzero(is_kind(f, "alloc", "free") & np.isfinite(f["ts"]))
     if not len(mem):
@@ -289,7 +288,7 @@ def allocations(table: EventTable) -> Allocations | None:
     ts = f["ts"][mem]
     live = np.cumsum(f["bytes"][mem].astype(np.int64))
     live = live - min(0, int(live.min()))     # frees of memory allocated before the window start below 0
-    start, end = float(ts[0]), float(ts[-1])
+    start, end = (float(ts[0]), float(ts[-1])) if axis is None else axis
     if len(ts) > MAX_ALLOCATION_POINTS:       # each kept point is the peak of its span
         edges = np.linspace(0, len(ts), MAX_ALLOCATION_POINTS + 1).astype(int)
         picks = [a + int(np.argmax(live[a:b])) for a, b in zip(edges[:-1], edges[1:]) if b > a]
@@ -405,16 +404,19 @@ def _replay_timeline(table: EventTable, index: ScopeIndex, row: int, window: tup
     return Timeline(title, start, end, lanes, bars, flows, omitted=omitted)
 
 
-def rank_timeline(tables: list[EventTable], findings: list[Finding]) -> Timeline | None:
-    """A run's ranks side by side, one lane each: the outermost working ops around the divergent launch
-    (each rank's time taken from its own first event, so the lanes line up), the divergent ones marked."""
+def rank_timeline(tables: list[EventTable], findings: list[Finding], run: RankRun | None = None) -> Timeline | None:
+    """A run's ranks side by side, one lane each: the outermost working ops around the divergent launch, or
+    without one around the run's first collective (each rank's time taken from its own first event, so the
+    lanes line up), the divergent ones marked; with who waited for whom in the collective after it
+    (rank_view.collective_waits)."""
     by_rank = {t.meta.rank: t for t in tables if t.meta.rank is not None}
     marked = [f for f in findings if f.rank in by_rank and f.ts is not None and math.isfinite(f.ts)]
-    if len(by_rank) < 2 or not marked:
+    center_at = rank_center(by_rank, marked) if len(by_rank) >= 2 else None
+    if center_at is None:
         return None
-    first = marked[0]
+    center_rank, center_ts, center_name = center_at
     origin = {r: float(np.nanmin(t.columns["ts"])) for r, t in by_rank.items()}
-    center = first.ts - origin[first.rank]
+    center = center_ts - origin[center_rank]
     half = 2000.0
     bars: list[Bar] = []
     divergent = {(f.rank, f.event, f.ts) for f in marked}
@@ -432,34 +434,14 @@ def rank_timeline(tables: list[EventTable], findings: list[Finding]) -> Timeline
         return None
     start = min(b.start for b in bars)
     end = max(b.start + b.dur for b in bars)
-    return Timeline(f"ranks side by side around {first.event} (rank {first.rank})", start, end,
-                    [f"rank {r}" for r in sorted(by_rank)], bars, [], multi_rank=True,
-                    stalls=rank_stalls(by_rank, first))
-
-
-def rank_stalls(by_rank: dict[int, EventTable], finding: Finding) -> list[RankStall]:
-    """The first collective kernel on the finding's rank after its launch, and the same collective (by order)
-    on every other rank, with the time each rank spent in it. Empty where a rank has no such collective."""
-    def collectives(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        f = table.columns
-        rows = np.flatnonzero(is_kind(f, *DEVICE_KINDS) & (f["category"] == "comm"))
-        ts = f["ts"][rows]
-        order = np.argsort(ts, kind="stable")
-        return rows[order], ts[order], f["dur"][rows][order]
-
-    own = collectives(by_rank[finding.rank])
-    after = np.flatnonzero(own[1] >= finding.ts)
-    if not after.size:
-        return []
-    nth = int(after[0])
-    picked = {}
-    for rank, table in sorted(by_rank.items()):
-        rows, _, dur = own if rank == finding.rank else collectives(table)
-        if nth >= len(rows) or not math.isfinite(float(dur[nth])):
-            return []
-        picked[rank] = (str(table.columns["name"][int(rows[nth])]), float(dur[nth]))
-    fastest = min(d for _, d in picked.values())
-    return [RankStall(rank, name, dur, dur - fastest, rank == finding.rank) for rank, (name, dur) in picked.items()]
+    waits = collective_waits(by_rank, marked[0] if marked else None)
+    if run is not None:
+        run.waits = waits
+    around = (f"around {center_name} (rank {center_rank})" if marked else
+              f"around the first collective, {center_name} (rank {center_rank})" if center_name else "")
+    title = f"ranks side by side {around}".strip()
+    return Timeline(title, start, end, [f"rank {r}" for r in sorted(by_rank)], bars, [], multi_rank=True,
+                    stalls=waits.rows if waits is not None else [], rank_run=run)
 
 
 # -- the whole report ----------------------------------------------------------------------------------------
@@ -541,22 +523,26 @@ def build_report_view(result: CheckResult, tables: list[EventTable], *, title: s
             timeline.finding_ids.append(view.id)
             view.timeline_id = f"tl-{n}-{timelines.index(timeline)}"
         kernels, omitted = kernel_rows(table)
+        axis = trace_axis(table)
         traces.append(TraceView(
             f"trace-{n}", report.trace, report.rank, report.events, report.has_device_events, report.has_stacks,
             _gpu(table), kernels, omitted,
             scope_rows(table, index, [f for f in report.findings if _is_own(f, report, rules)]),
-            allocations(table), timelines, list(report.damage), list(report.notes),
-            time=report.time, time_id=anchor(n) if report.time else None))
+            allocations(table, axis), timelines, list(report.damage), list(report.notes),
+            time=report.time, time_id=anchor(n) if report.time else None, axis=axis,
+            time_section=time_section(report.time, axis[0]) if report.time else None))
+        if report.time:
+            traces[-1].time_section.findings = finding_times(report.time, report.trace, views)
+        traces[-1].step = step_timeline(table, index, [(v.id, v.finding, v.finding.anchor) for v in own])
         if report.time:   # the findings link to where their time falls in the trace's breakdown
             for view in own:
                 view.time_id = view.time_id or anchor(n)
     cross = []
-    for report in result.reports:
-        if report.subject != "run group" or not report.findings:
-            continue
-        timeline = rank_timeline(_one_per_rank(tables, report), report.findings)
+    for run in rank_runs(result, tables):   # every run group: the ranks of one run and profiling cycle
+        timeline = rank_timeline([by_path[p] for _, p in run.traces], run.findings, run)
         if timeline is not None:
-            ids = {v.id for v in views if v.finding.trace in {t.path for t in tables} and v.finding.rank is not None
+            paths = {p for _, p in run.traces}
+            ids = {v.id for v in views if v.finding.trace in paths and v.finding.rank is not None
                    and rules.get(v.finding.rule) is not None and rules[v.finding.rule].cross_rank}
             timeline.finding_ids = sorted(ids)
             cross.append(timeline)
@@ -570,7 +556,7 @@ def build_report_view(result: CheckResult, tables: list[EventTable], *, title: s
         baseline=[row for r in baseline_reports for row in _baseline_rows(r, rules)] if baseline_reports else None,
         baseline_warnings=[w for r in baseline_reports for w in r.warnings],
         metadata=_metadata(tables, metadata), notes=list(result.notes), counts=dict(counts),
-        gate=_GATE.get(result.exit_code, "see the exit codes in the README"))
+        gate=_GATE.get(result.exit_code, "see the exit codes in the README"), rank_times=rank_tables(traces))
 
 
 def _is_own(f: Finding, report: TraceReport, rules: dict[str, Rule]) -> bool:
@@ -595,15 +581,6 @@ def _finding_view(view_id: str, cause: Cause, rule: Rule | None) -> FindingView:
 _GATE = {ExitCode.CLEAN: "passes: no finding at or above --fail-on, everything checked",
          ExitCode.FINDINGS: "fails: findings at or above --fail-on",
          ExitCode.INCOMPLETE: "incomplete: something could not be fully checked"}
-
-
-def _one_per_rank(tables: list[EventTable], report: TraceReport) -> list[EventTable]:
-    """The group's tables, one a rank (the first of each, in input order)."""
-    ranks = {}
-    for t in tables:
-        if t.meta.rank in (report.ranks or []) and t.meta.rank not in ranks:
-            ranks[t.meta.rank] = t
-    return list(ranks.values())
 
 
 def _mark(timeline: Timeline, row: int, anchor: str | None) -> None:
