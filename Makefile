@@ -19,7 +19,7 @@ PIP_INSTALL := $(PY) -m pip --disable-pip-version-check install --no-compile
 export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: audit test install install-dev lint bench clean test-no-native test-no-compiler test-native-asan \
-        test-native-asan-quick
+        test-native-asan-quick browser
 
 # The venv itself, with torch: the system python's (GPU image) or the pinned CPU build.
 $(VENV)/.venv:
@@ -53,11 +53,11 @@ install-dev: $(VENV)/.installed-dev
 audit: install
 	$(VENV)/bin/kernlint audit
 
-# The HTML report tests drive a headless chromium: installed first (apt-get) when it is missing.
+# The HTML report's browser tests drive a headless chromium: they run where it is installed and skip, saying
+# how to install it (`make browser`), where it is not. `make test` changes nothing outside the checkout.
 # pytest-xdist runs the suite on every CPU (-n auto); an idle worker takes tests from a busy one (worksteal):
 # on 2 cores 351 s against 371-392 s with a file per worker, the long end-to-end files no longer finish alone.
 test: install-dev
-	bash scripts/install_browser.sh
 	$(PY) -m pytest -q -n auto --dist worksteal
 
 # The native reader's legs (README, "The native reader: CI legs"); CI runs test-no-native and
@@ -80,6 +80,11 @@ test-native-asan: install-dev
 
 test-native-asan-quick: install-dev
 	$(PY) scripts/native_sanitized.py --quick
+
+# The headless chromium and chromedriver of the HTML report's browser tests: Debian's packages, with apt-get,
+# as root (scripts/install_browser.sh; nothing when both are there). CI runs it before `make test`.
+browser:
+	bash scripts/install_browser.sh
 
 lint: install-dev
 	$(PY) -m ruff check kernlint tests bench scripts

@@ -478,14 +478,13 @@ class ProfiledBlock:
         require_capture("kernlint.profiling()")
         from torch.profiler import profile
 
-        from kernlint.capture.profiler import profiling_quietly, refuse_a_second_profiler
+        from kernlint.capture.profiler import profiler_arguments, profiling_quietly, refuse_a_second_profiler
 
         refuse_a_second_profiler("kernlint.profiling()")
         if self.where is None:
             self.where = _caller_location(1)
         self._result = None
-        self._prof = profile(activities=self._activities(), record_shapes=True, profile_memory=True,
-                             with_stack=True, with_modules=True)
+        self._prof = profile(activities=self._activities(), **profiler_arguments())
         self._stack = contextlib.ExitStack()
         # Kineto's start and stop chatter on file descriptor 2 goes to profiler_log, not the terminal.
         self._stack.enter_context(profiling_quietly(self._prof, self.profiler_log))

@@ -10,6 +10,23 @@ from pathlib import Path
 CHECKOUT_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
+def replay_fixtures(fixtures: Path | None) -> Path:
+    """The fixture folder `audit --replay` reads: `fixtures` (--fixtures), else the source checkout's. Raises
+    ConfigError, one line saying where to get them, when it holds no cases/ folder: an installed wheel ships
+    no fixtures (recorded traces, tens of MB), so a default that does not exist means a wheel."""
+    from kernlint.errors import ConfigError
+
+    folder = fixtures or CHECKOUT_FIXTURES
+    if (folder / "cases").is_dir():
+        return folder
+    if fixtures is None and not CHECKOUT_FIXTURES.is_dir():
+        raise ConfigError(None, "audit --replay replays the recorded traces of kernlint's source checkout, which "
+                                "an installed kernlint does not ship: clone kernlint's repository and run it there, "
+                                "or pass --fixtures PATH/TO/kernlint/fixtures")
+    raise ConfigError(folder, "no cases/ folder here: pass --fixtures with the fixtures/ folder of a kernlint "
+                              "source checkout")
+
+
 def import_path(path: str | Path, name: str):
     """Import the Python file at `path` as module `name` (registered in sys.modules, so dataclasses and
     pickling inside it work): a user's workload file, a fixture program, a script. Raises what importing it

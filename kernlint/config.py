@@ -49,6 +49,7 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "source-root": ("path", "--source-root"),
     "path-map": ("path-map-table", None),
     "min-cost": ("min-cost-table", None),
+    "exclude": ("glob-list", "--exclude"),
 }
 # The rule selection is resolved in layers (config, then command line), as ruff does: not a plain default.
 SELECTION_KEYS = ("select", "extend-select", "ignore")
@@ -357,8 +358,9 @@ def _convert(config: Config, key: str, kind: str, value: object, base: Path,
         if not isinstance(value, bool):
             raise fail("true or false")
         return value
-    if kind in ("path-list", "selector-list"):
-        what = "rule files or folders" if kind == "path-list" else "rule ids, prefixes, names or ALL"
+    if kind in ("path-list", "selector-list", "glob-list"):
+        what = {"path-list": "rule files or folders", "selector-list": "rule ids, prefixes, names or ALL",
+                "glob-list": "globs of entries to skip"}[kind]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise fail(f"an array of strings ({what})")
         if any(not v.strip() for v in value):

@@ -74,6 +74,8 @@ class Inputs:
     captures: Sequence[Path] = ()
     max_trace_bytes: int | None = None
     notes: Sequence[str] = ()
+    exclude: Sequence[str] = ()      # globs a folder search passes over (kernlint.trace.ignored)
+    gitignore: bool = True           # a folder search passes over what git ignores
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,8 @@ def run_check(request: CheckRequest) -> CheckResult:
     inputs, against, policy, execution = request.inputs, request.baseline, request.exit, request.execution
     rules = rules_to_run(request.rules, against.baseline, against.hint)
     limit = inputs.max_trace_bytes or DEFAULT_MAX_TRACE_BYTES
-    found = discover_traces(list(inputs.paths)) if inputs.paths else None
+    found = (discover_traces(list(inputs.paths), inputs.exclude, inputs.gitignore) if inputs.paths
+             else None)
     files = found.files if found else []
     compare = against.baseline is not None and any(r.needs_baseline for r in rules)
     parallel = bool(execution.jobs > 1 or execution.backend or execution.scheduler)
@@ -216,8 +219,10 @@ def run_check(request: CheckRequest) -> CheckResult:
     # Severity follows cost: a cause costing less than its rule's min-cost a step is info (negligible).
     reports = apply_min_cost(reports, rules)
     suppressed: list = []
+    unused_ignores: list = []
     if request.sources is not None:
-        reports, suppressed = _suppressed(reports, rules, request.sources)
+        applied = _suppressed(reports, rules, request.sources)
+        reports, suppressed, unused_ignores = applied.reports, applied.suppressed, applied.unused_ignores
     skipped = list(found.skipped) if found else []
     # Entries that could not be read (not files that were read and are not traces): not checked.
     unreadable = [(str(e.path), e.reason) for e in skipped if e.unreadable]
@@ -229,7 +234,8 @@ def run_check(request: CheckRequest) -> CheckResult:
     result = CheckResult(
         reports=reports, rules=rules, exit_code=code, notes=[*inputs.notes, *pairing.notes],
         skipped=[(str(e.path), e.reason) for e in skipped], ignored_files=found.ignored_count if found else 0,
-        unreadable=unreadable, tables=tables if execution.keep_tables else [], suppressed=suppressed)
+        unreadable=unreadable, tables=tables if execution.keep_tables else [], suppressed=suppressed,
+        unused_ignores=unused_ignores)
     if request.sources is not None and any(f.source for f in result.findings):
         result = _mapped_sources(result, request.sources)
     return result
@@ -280,25 +286,26 @@ def _paired_up_front(files: Sequence[Path], limit: int, captures: Sequence[Path]
     return pairing
 
 
-def _suppressed(reports: list, rules: list, sources: SourceHandling) -> tuple[list, list]:
-    """The reports less what the suppressions take out, and what they took out. Inline comments are read only
-    from the files the source map resolves inside the root (a path it does not resolve, a file not yet
-    tracked, is read as it is: inside the root only). Fingerprints are of the recorded sources: mapping
-    comes after, as the bulk file's keys were made."""
-    from kernlint.rules.suppressions import apply_suppressions
+def _suppressed(reports: list, rules: list, sources: SourceHandling):
+    """The suppressions applied (kernlint.rules.suppressions.Applied): the reports less what they take out,
+    what they took out, and the inline ignores that took out nothing. Inline comments are read only from the
+    files the source map resolves inside the root (a path it does not resolve, a file not yet tracked, is read
+    as it is: inside the root only), and only those of the findings' sources. Fingerprints are of the recorded
+    sources: mapping comes after, as the bulk file's keys were made."""
+    from kernlint.rules.suppressions import suppressions_applied
 
     file = sources.suppressions
     findings = [f for r in reports for f in r.findings]
     if sources.update_suppressions is not None:
         file = sources.update_suppressions(findings, rules, file, sources.suppressions_location)
     if not any(f.source for f in findings):
-        return apply_suppressions(reports, rules, file=file, per_source=sources.per_source_ignores,
-                                  inline=sources.inline_ignores)
+        return suppressions_applied(reports, rules, file=file, per_source=sources.per_source_ignores,
+                                    inline=sources.inline_ignores)
     mapping = sources.mapping
-    return apply_suppressions(reports, rules, file=file, per_source=sources.per_source_ignores,
-                              inline=sources.inline_ignores, root=mapping.root,
-                              resolve=lambda recorded: mapping.path(recorded) or recorded,
-                              statements=sources.statements)
+    return suppressions_applied(reports, rules, file=file, per_source=sources.per_source_ignores,
+                                inline=sources.inline_ignores, root=mapping.root,
+                                resolve=lambda recorded: mapping.path(recorded) or recorded,
+                                statements=sources.statements)
 
 
 def _mapped_sources(result: CheckResult, sources: SourceHandling) -> CheckResult:

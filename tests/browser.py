@@ -1,6 +1,7 @@
 """A real headless Chromium for the HTML report tests (selenium, the Debian chromium and chromium-driver).
 
-`make test` installs the browser with scripts/install_browser.sh. Selenium is always given the driver and the
+`make browser` installs the browser (scripts/install_browser.sh, as root); `make test` never does: where it is
+missing, the browser tests skip with the reason `missing()` gives. Selenium is always given the driver and the
 browser's paths, so selenium-manager never tries to download anything (the test machines have no network).
 """
 from __future__ import annotations
@@ -31,7 +32,8 @@ def missing() -> str | None:
     """Why the browser cannot start here, or None."""
     for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
         if not (Path(path).is_file() and os.access(path, os.X_OK)):
-            return f"{path} is missing: run scripts/install_browser.sh (make test does) to install {package}"
+            return (f"{path} is missing: run `make browser` (as root: apt-get installs {package}), "
+                    "or point KERNLINT_CHROMIUM and KERNLINT_CHROMEDRIVER at your own")
     return None
 
 

@@ -1,4 +1,4 @@
-"""Shared test set-up: GPU-marked tests run only where CUDA exists (the H200 via the device tool)."""
+"""Shared test set-up: GPU-marked tests run only where CUDA exists (`pytest -m gpu` on a machine with one)."""
 from __future__ import annotations
 
 import pytest
@@ -27,7 +27,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)   # stable: each file keeps its order
     if torch.cuda.is_available():
         return
-    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU; CI has none (run on the H200 with the device tool)")
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU: run `pytest -m gpu` on a machine with one")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)

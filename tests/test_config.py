@@ -400,7 +400,7 @@ def test_warnings_go_to_stderr_and_json_stays_valid(tmp_path):
         "kernlint: warning: pyproject.toml:3: unknown key 'selct' in [tool.kernlint]; did you mean 'select'? "
         "(known: rules, no-builtin, select, extend-select, ignore, fail-on, allow-incomplete, max-trace-bytes, "
         "format, output, exit-zero, baseline, severity, thresholds, per-source-ignores, source-root, path-map, "
-        "min-cost)"]   # min-cost: the [min-cost] table of issue 37
+        "min-cost, exclude)"]   # min-cost: the [min-cost] table of issue 37; exclude: issue 41
 
 
 @pytest.mark.parametrize("name, text, needle", [

@@ -161,7 +161,7 @@ def render(workdir):
 def browser():
     why = missing()
     if why and os.environ.get("KERNLINT_REQUIRE_BROWSER") == "1":
-        pytest.fail(why)   # CI: these must run (make test installs the browser there)
+        pytest.fail(why)   # CI: these must run (.ci/run installs the browser there: make browser)
     if why:   # a developer machine without the browser (or root to install it): said once per module
         pytest.skip(f"no browser for the HTML report tests: {why}")
     b = Browser()
@@ -506,7 +506,7 @@ def test_multi_rank_report_has_a_lane_per_rank_and_marks_the_divergent_launch(br
     assert b.css('section#verdicts tr[data-rule="KL004"][data-status="failed"]')
 
 
-# --- the browser's installation (scripts/install_browser.sh, run by make test) ---------------------------
+# --- the browser's installation (scripts/install_browser.sh, run by make browser, never by make test) -----
 
 INSTALL = REPO / "scripts" / "install_browser.sh"
 
@@ -556,15 +556,24 @@ def test_install_browser_fails_in_one_line_when_it_cannot(tmp_path):
     assert proc.returncode == 1 and "still missing" in proc.stderr.splitlines()[-1], proc
 
 
-def test_without_root_and_not_required_the_browser_tests_skip_in_one_line(tmp_path):
-    """A developer's `make test` (no root, no KERNLINT_REQUIRE_BROWSER): one line, exit 0, the rest runs."""
+def test_make_browser_without_root_fails_in_one_line_saying_what_to_do(tmp_path):
+    """`make browser` is asked for explicitly: not root is an error (one line: how to do it), required or not."""
     proc, apt = _install(tmp_path, 1000, tmp_path / "chromium", tmp_path / "chromedriver", require=False)
-    assert proc.returncode == 0 and apt == [] and proc.stderr == "", proc
-    (line,) = proc.stdout.splitlines()
-    assert "will be skipped" in line and "not root" in line, line
+    assert proc.returncode == 1 and apt == [] and proc.stdout == "", proc
+    (line,) = proc.stderr.splitlines()
+    assert "not root" in line and "make browser" in line and "apt-get install chromium chromium-driver" in line, line
 
 
-def test_make_test_installs_the_browser_before_pytest_and_audit_does_not(tmp_path):
+def test_a_missing_browser_is_a_skip_reason_that_says_how_to_install_it(tmp_path, monkeypatch):
+    import browser as browser_module
+
+    monkeypatch.setattr(browser_module, "CHROMIUM", str(tmp_path / "chromium"))
+    why = browser_module.missing()
+    assert why.startswith(f"{tmp_path / 'chromium'} is missing: run `make browser`"), why
+    assert "KERNLINT_CHROMIUM" in why
+
+
+def test_make_test_never_installs_the_browser_make_browser_does_and_ci_runs_it_first(tmp_path):
     import shutil
 
     if shutil.which("make") is None:
@@ -577,7 +586,11 @@ def test_make_test_installs_the_browser_before_pytest_and_audit_does_not(tmp_pat
         return proc.stdout.splitlines()
 
     lines = dry_run("test")
-    install = [i for i, line in enumerate(lines) if "scripts/install_browser.sh" in line]
-    pytest_ = [i for i, line in enumerate(lines) if "-m pytest" in line]
-    assert install and pytest_ and install[0] < pytest_[0], lines
+    assert [line for line in lines if "-m pytest" in line], lines
+    assert not [line for line in lines if "install_browser" in line or "apt-get" in line], lines
     assert not [line for line in dry_run("audit") if "install_browser" in line]
+    assert dry_run("browser") == ["bash scripts/install_browser.sh"]
+    # CI installs it explicitly, before the tests, which must then run (never skip) there.
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    assert ci.index("make browser") < ci.index("make test")
+    assert "export KERNLINT_REQUIRE_BROWSER=1" in ci

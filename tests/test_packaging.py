@@ -6,6 +6,8 @@ import functools
 import tomllib
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -140,3 +142,20 @@ def test_package_data_is_read_through_importlib_resources():
         assert "Path(str(importlib.resources" not in text and "Path(str(resources" not in text, file
     for package in ("rules", "docs"):
         assert (REPO / package / "__init__.py").is_file(), f"{package}/ must be a regular package"
+
+
+def test_audit_replay_without_the_checkout_fixtures_says_where_to_get_them(tmp_path, monkeypatch):
+    """An installed wheel has no fixtures/ beside the package: `audit --replay` says in one line what to do."""
+    from kernlint import checkout
+    from kernlint.errors import ConfigError
+
+    monkeypatch.setattr(checkout, "CHECKOUT_FIXTURES", tmp_path / "site-packages" / "fixtures")
+    with pytest.raises(ConfigError) as wheel:
+        checkout.replay_fixtures(None)
+    assert "\n" not in str(wheel.value) and "clone kernlint's repository" in str(wheel.value)
+    assert "--fixtures PATH/TO/kernlint/fixtures" in str(wheel.value)
+    with pytest.raises(ConfigError) as elsewhere:   # --fixtures naming a folder without cases/
+        checkout.replay_fixtures(tmp_path)
+    assert str(elsewhere.value).startswith(str(tmp_path)) and "kernlint source checkout" in str(elsewhere.value)
+    (tmp_path / "cases").mkdir()
+    assert checkout.replay_fixtures(tmp_path) == tmp_path

@@ -152,7 +152,7 @@ def finding(**changes) -> Finding:
 def test_check_help_offers_sarif_and_junit():
     assert {"sarif", "junit"} <= set(format_names())
     help_text = run("check", "--help").output.replace("\n", "").replace(" ", "")
-    (choices,) = re.findall(r"--format\[([^\]]+)\]", help_text)
+    (choices,) = re.findall(r"--format(?:,--output-format)?\[([^\]]+)\]", help_text)
     assert {"sarif", "junit"} <= set(choices.split("|"))
 
 

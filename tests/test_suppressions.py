@@ -185,3 +185,198 @@ def test_a_malformed_suppressions_file_is_one_line_naming_it(tmp_path):
     proc = _check(tmp_path, CLEAN)
     assert proc.returncode == 2 and proc.stderr == (f"kernlint: error: {path}: not a regular file (a FIFO): not a "
                                                     "suppressions file\n")
+
+
+# -- issue 41, item 3: the inline forms, and the ignores that suppressed nothing --------------------------------
+
+# A function whose new_ones statement a KL001 finding at its def line is refined to (tests/test_statements.py).
+_LAYER = [
+    "import torch",
+    "",
+    "",
+    "class Layer(torch.nn.Module):",
+    "    def forward(self, x):",
+    "        y = x * 2",
+    "        # the placeholder",
+    "        scale = y.new_ones(1)",
+    "        return y * scale",
+]
+
+
+def _applied(tmp_path, lines: list[str], rules=("KL001", "KL002")):
+    """The suppressions applied to one KL001 finding recorded at `def forward`'s line, with `lines` as
+    pkg/model.py and `rules` as the check's rules."""
+    from kernlint.rules.loader import load_rules
+    from kernlint.rules.result import RuleOutcome, TraceReport
+    from kernlint.rules.suppressions import suppressions_applied
+    from test_statements import finding
+
+    (tmp_path / "pkg").mkdir(exist_ok=True)
+    (tmp_path / "pkg" / "model.py").write_text("\n".join(lines) + "\n")
+    def_line = next(i + 1 for i, text in enumerate(lines) if "def forward" in text)
+    f = finding(f"pkg/model.py:{def_line}", function="forward")
+    outcome = RuleOutcome(rule="KL001", name=f.name, severity="error", status="failed", findings=[f])
+    report = TraceReport(trace="t.json", events=1, has_device_events=True, has_stacks=True, rank=None,
+                         outcomes=[outcome])
+    checked = [r for r in load_rules() if r.id in rules]
+    return suppressions_applied([report], checked, root=tmp_path)
+
+
+def _with(line: int, text: str, lines=_LAYER) -> list[str]:
+    """`lines` with `text` appended to line `line` (1-based), or inserted before it when `text` ends in \\n."""
+    out = list(lines)
+    if text.endswith("\n"):
+        out.insert(line - 1, text[:-1])
+    else:
+        out[line - 1] += text
+    return out
+
+
+@pytest.mark.parametrize("lines, reason", [
+    (_with(8, "  # kernlint: ignore[KL001] until the fused kernel"), "until the fused kernel"),     # statement
+    (_with(5, "  # kernlint: ignore[KL001]: reviewed"), "reviewed"),                              # def line
+    (_with(7, "        # kernlint: ignore-next-line[KL001] a placeholder\n"), "a placeholder"),   # next line,
+    (_with(8, "\n", _with(7, "        # kernlint: ignore-next-line[KL001]\n")), None),   # past blank and comments
+    (_with(5, "    # kernlint: ignore-next-line[KL001] on the def\n"), "on the def"),        # above the def
+    (_with(1, "# kernlint: ignore-file[KL001] a vendored file\n"), "a vendored file"),       # the first line
+    (_with(9, "# kernlint: ignore-file[kl001]\n"), None),                                    # anywhere, any case
+    (_with(8, "  # kernlint: ignore[fill-before-block-quant] by name"), "by name"),           # the rule's name
+    (_with(8, "  # KERNLINT: IGNORE[Fill-Before-Block-Quant, KL999]"), None),
+    (_with(8, "  # kernlint: ignore  every rule"), "every rule"),                             # bare: every rule
+    (_with(1, "# kernlint: ignore-file\n"), None),
+])
+def test_each_inline_form_suppresses(tmp_path, lines, reason):
+    applied = _applied(tmp_path, lines)
+    assert applied.reports[0].findings == [] and [s.how for s in applied.suppressed] == ["inline"]
+    assert applied.suppressed[0].reason == reason
+    assert applied.unused_ignores == []
+
+
+@pytest.mark.parametrize("lines", [
+    _LAYER,
+    _with(8, "  # kernlint: ignore[KL002]"),                                     # another rule
+    _with(7, "        # kernlint: ignore-next-line[KL002]\n"),
+    _with(8, "  # kernlint: ignore-next-line[KL001]"),                           # not on a line of its own
+    _with(8, "  # kernlint: ignore-file[KL001]"),
+    _with(6, "        # kernlint: ignore-next-line[KL001]\n"),                   # the next line is another
+    _with(8, "  # kernlint: ignore-nextline[KL001]"),                             # no form: not a bare ignore
+    _with(8, "  # kernlint: ignored"),
+    _with(1, "# kernlint: ignore-file[KL002]\n"),
+])
+def test_what_does_not_suppress(tmp_path, lines):
+    applied = _applied(tmp_path, lines)
+    assert applied.suppressed == [] and len(applied.reports[0].findings) == 1
+
+
+def test_the_ignores_that_suppressed_nothing_are_listed_by_file_and_line(tmp_path):
+    lines = _with(8, "  # kernlint: ignore[KL001, KL002, KL999] only KL001 here")   # KL999: no such rule, unjudged
+    lines = _with(1, "# kernlint: ignore-file[KL001]\n", lines)                      # the statement's came first
+    lines = _with(3, "# kernlint: ignore-next-line\n", lines)                        # bare, on a blank... class
+    lines = [*lines, "x = 1  # kernlint: ignore", "# kernlint: ignore-next-line[KL002]"]   # nothing follows
+    applied = _applied(tmp_path, lines)
+    assert [s.reason for s in applied.suppressed] == ["only KL001 here"]
+    assert [u.one_line() for u in applied.unused_ignores] == [
+        "pkg/model.py:1: unused ignore-file[KL001]",
+        "pkg/model.py:3: unused ignore-next-line",
+        "pkg/model.py:10: unused ignore[KL002]",
+        "pkg/model.py:12: unused ignore",
+        "pkg/model.py:13: unused ignore-next-line[KL002]",
+    ]
+    # An id of a rule the check did not run is not judged: another check may use it.
+    only_kl001 = _applied(tmp_path, lines, rules=("KL001",))
+    assert "pkg/model.py:10: unused ignore[KL002]" not in [u.one_line() for u in only_kl001.unused_ignores]
+
+
+def _layer_file(tmp_path, extra: dict[int, str]) -> Path:
+    """regressed/fp8_linear_new_ones.py as NEW_ONES records it (KL001 at the def, line 17; new_ones at 18),
+    with `extra` appended to its lines (a comment in place of the line)."""
+    source = tmp_path / "regressed" / "fp8_linear_new_ones.py"
+    source.parent.mkdir(exist_ok=True)
+    lines = ["# stand-in"] * 20
+    lines[15] = "class Fp8BlockLinearNewOnes:"
+    lines[16] = "    def _placeholder_scale(self, x):"
+    lines[17] = "        return x.new_ones(1)"
+    lines[4] = "x = 1"
+    for n, text in extra.items():
+        lines[n - 1] = text if text.startswith("#") else lines[n - 1] + text
+    source.write_text("\n".join(lines) + "\n")
+    return source
+
+
+def test_cli_reports_unused_ignores_by_file_and_line_and_fixes_them(tmp_path, monkeypatch):
+    source = _layer_file(tmp_path, {1: "# kernlint: ignore-file[KL002] stale", 5: "  # kernlint: ignore[KL001] old",
+                                    18: "  # kernlint: ignore[KL001, KL005] kept until the fused kernel lands"})
+    plain = _check(tmp_path, NEW_ONES)
+    assert plain.returncode == 0 and "unused" not in plain.stderr   # only when asked
+    proc = _check(tmp_path, NEW_ONES, "--report-unused-ignores")
+    assert proc.returncode == 0, proc.stdout + proc.stderr          # an unused ignore leaves the exit code
+    assert proc.stderr.splitlines() == [
+        "kernlint: warning: regressed/fp8_linear_new_ones.py:1: unused ignore-file[KL002]",
+        "kernlint: warning: regressed/fp8_linear_new_ones.py:5: unused ignore[KL001]",
+        "kernlint: warning: regressed/fp8_linear_new_ones.py:18: unused ignore[KL005]",
+        "kernlint: 3 unused ignore comment(s); only the files the findings' sources were read from were judged; "
+        "comments in other files were not",
+    ]
+    monkeypatch.chdir(tmp_path)   # kernlint.check() carries the same data
+    import kernlint
+
+    report = kernlint.check(NEW_ONES)
+    assert [u.one_line() for u in report.unused_ignores] == [line.split("warning: ")[1]
+                                                             for line in proc.stderr.splitlines()[:3]]
+    before = source.read_text().splitlines()
+    fixed = _check(tmp_path, NEW_ONES, "--fix-unused-ignores")
+    assert fixed.returncode == 0 and "removed unused ignore comments from 1 file(s)" in fixed.stderr
+    after = source.read_text().splitlines()
+    assert len(after) == len(before) - 1 and after[3] == "x = 1"   # the comment's own line went
+    assert after[16] == "        return x.new_ones(1)  # kernlint: ignore[KL001] kept until the fused kernel lands"
+    assert after == [*before[1:4], "x = 1", *before[5:17], after[16], *before[18:]]
+    again = _check(tmp_path, NEW_ONES, "--report-unused-ignores")
+    assert again.returncode == 0 and again.stderr.splitlines()[0].startswith("kernlint: 0 unused ignore")
+    data = _json(tmp_path, NEW_ONES)
+    assert data["findings"] == [] and data["suppressed"]["by"] == {"inline": 1}
+
+
+def test_fix_removes_a_comment_line_of_its_own_and_keeps_line_endings(tmp_path):
+    from kernlint.rules.suppressions import UnusedIgnore, removed_unused_ignores
+
+    path = tmp_path / "m.py"
+    path.write_bytes(b"a = 1\r\n    # kernlint: ignore-next-line[KL001]\r\n"
+                     b"b = 2  # kernlint: ignore[KL001,kl002] why\r\n")
+    written = removed_unused_ignores(tmp_path, [UnusedIgnore("m.py", 2, "next-line", ("KL001",)),
+                                                UnusedIgnore("m.py", 3, "line", ("KL002",))])
+    assert written == ["m.py"]
+    assert path.read_bytes() == b"a = 1\r\nb = 2  # kernlint: ignore[KL001] why\r\n"
+    # A file edited since the check (the comment no longer there) is left alone.
+    assert removed_unused_ignores(tmp_path, [UnusedIgnore("m.py", 1, "line", None)]) == []
+
+
+def test_a_file_outside_the_root_is_never_read_for_comments_nor_judged(tmp_path, monkeypatch):
+    """A trace names any path: a comment in a file outside the source root neither suppresses nor is listed as
+    unused, and the file is never opened; `kernlint.check()`'s pipeline carries the same unused ignores."""
+    from kernlint.pipeline import CheckRequest, Inputs, SourceHandling, run_check
+    from kernlint.rules import statements as statements_module
+    from kernlint.rules.loader import load_rules
+    from test_pipeline import _regressed_trace
+
+    outside = tmp_path / "elsewhere" / "fp8_linear_new_ones.py"
+    outside.parent.mkdir()
+    outside.write_text("# kernlint: ignore-file[KL001]\n" + "\n" * 15
+                       + "def _placeholder_scale(x):  # kernlint: ignore[KL001] from outside\n")
+    (tmp_path / "repo").mkdir()
+    opened = []
+    real = statements_module.read_regular
+    monkeypatch.setattr(statements_module, "read_regular", lambda p, *a, **k: opened.append(str(p)) or real(p, *a, **k))
+    kl001 = [r for r in load_rules() if r.id == "KL001"]
+    trace = _regressed_trace(tmp_path, str(outside))
+    result = run_check(CheckRequest(rules=kl001, inputs=Inputs(paths=[trace]),
+                                    sources=SourceHandling(root=tmp_path / "repo")))
+    assert len(result.findings) == 1 and result.suppressed == [] and result.unused_ignores == []
+    assert opened == []
+    # The same file inside the root: read, it suppresses, and its other ignore is listed as unused.
+    inside = tmp_path / "repo" / "fp8_linear_new_ones.py"
+    inside.write_text(outside.read_text())
+    trace = _regressed_trace(tmp_path, str(inside))
+    result = run_check(CheckRequest(rules=kl001, inputs=Inputs(paths=[trace]),
+                                    sources=SourceHandling(root=tmp_path / "repo")))
+    assert [s.reason for s in result.suppressed] == ["from outside"]
+    assert [u.one_line() for u in result.unused_ignores] == ["fp8_linear_new_ones.py:1: unused ignore-file[KL001]"]

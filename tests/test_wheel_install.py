@@ -1,8 +1,9 @@
 """What users install is the built wheel: build it (sdist first, then the wheel from the sdist), install it
 into fresh virtual environments and run it there, far from the checkout.
 
-- the light install (no torch): check, rules, explain, report, baseline record, the API; the commands that
-  capture say in one line which extra they need; a zip import of the wheel loads the shipped rules too;
+- the light install (no torch, no pandas): check, rules, explain, report, baseline record, the API; the commands
+  that capture say in one line which extra they need, and so does `EventTable.frame` (pandas); a zip import of
+  the wheel loads the shipped rules too;
 - the capture extra beside the local CPU torch: `kernlint audit --device cpu`.
 
 Slow (about a minute and a half on the 2-core machine: two venvs, torch unpacked once); CI runs them.
@@ -41,7 +42,7 @@ pytest_plugins = ["wheel_build"]   # the `dist` fixture: the sdist and the wheel
 
 @pytest.fixture(scope="module")
 def light(dist, tmp_path_factory) -> Path:
-    """A fresh venv with the wheel and its core dependencies: no torch. The dependencies this session's venv
+    """A fresh venv with the wheel and its core dependencies: no torch, no pandas. The dependencies this session's venv
     has are placed as pip installed them here (wheel_build._place_dependencies: only what the wheel declares)."""
     bindir = _venv(tmp_path_factory.mktemp("light") / "venv")
     _place_dependencies(bindir, dist["wheel"])
@@ -81,6 +82,11 @@ def test_the_wheel_metadata_leaves_torch_to_the_capture_extra_and_declares_numpy
     torch_reqs = [r for r in requires if r.name == "torch"]
     assert torch_reqs and all(r.marker.evaluate({"extra": "capture"}) for r in torch_reqs)
     assert not any(r.marker.evaluate({"extra": ""}) for r in torch_reqs)
+    # pandas (and what it pulls: tzdata, python-dateutil) is the `pandas` extra, for EventTable.frame alone.
+    assert "pandas" not in core
+    pandas_reqs = [r for r in requires if r.name == "pandas"]
+    assert pandas_reqs and all(r.marker.evaluate({"extra": "pandas"}) for r in pandas_reqs)
+    assert "kernlint[capture,tensorboard,distributed,pandas]" in PYPROJECT["project"]["optional-dependencies"]["dev"]
     assert Version("2.15.0") in torch_reqs[0].specifier
     assert meta["Requires-Python"] == PYPROJECT["project"]["requires-python"]
 
@@ -88,12 +94,15 @@ def test_the_wheel_metadata_leaves_torch_to_the_capture_extra_and_declares_numpy
 def test_the_light_install_checks_reports_and_records_without_torch(light, dist, tmp_path):
     kernlint = light / "kernlint"
     probe = _ok(_run([light / "python", "-c", "import importlib.util as u, kernlint; "
-                      "print(u.find_spec('torch') is None, kernlint.__file__)"], cwd=tmp_path)).stdout.split()
+                      "print(u.find_spec('torch') is None, u.find_spec('pandas') is None, kernlint.__file__)"],
+                     cwd=tmp_path)).stdout.split()
     assert probe[0] == "True", "torch was installed"
-    assert str(light.parent) in probe[1], "kernlint was imported from somewhere else than the venv"
+    assert probe[1] == "True", "pandas was installed"
+    assert str(light.parent) in probe[2], "kernlint was imported from somewhere else than the venv"
     installed = _pip(light, "list", "--format", "json").stdout
     names = {p["name"].lower() for p in json.loads(installed)}
     assert not {n for n in names if n == "torch" or n.startswith("nvidia-")}, sorted(names)
+    assert not names & {"pandas", "tzdata", "python-dateutil"}, sorted(names)
 
     assert _run([kernlint, "check", REGRESSED], cwd=tmp_path).returncode == 1
     clean = _run([kernlint, "check", CLEAN], cwd=tmp_path)
@@ -105,7 +114,17 @@ def test_the_light_install_checks_reports_and_records_without_torch(light, dist,
 
     explained = _ok(_run([kernlint, "explain", "KL001"], cwd=tmp_path)).stdout
     assert "fill-before-block-quant" in explained and "Use instead" in explained
+    assert "zoo.md" not in explained   # cites nothing the wheel does not ship
     assert "## " in _ok(_run([kernlint, "explain", "--schema"], cwd=tmp_path)).stdout
+
+    # pyproject ships no project URL (whoever publishes fills [project.urls]): SARIF links to nothing.
+    sarif = json.loads(_run([kernlint, "check", REGRESSED, "--format", "sarif"], cwd=tmp_path).stdout)
+    driver = sarif["runs"][0]["tool"]["driver"]
+    assert driver["rules"] and "informationUri" not in driver and not any("helpUri" in r for r in driver["rules"])
+    # GitLab Code Quality from the wheel too: one issue per cause, the rule as check_name, a line to point at.
+    gitlab = json.loads(_run([kernlint, "check", REGRESSED, "--format", "gitlab"], cwd=tmp_path).stdout)
+    assert gitlab and {i["check_name"] for i in gitlab} >= {"KL001"}
+    assert all(i["location"]["lines"]["begin"] >= 1 and i["fingerprint"] for i in gitlab)
 
     html = tmp_path / "report.html"
     _ok(_run([kernlint, "report", REGRESSED, "-o", html], cwd=tmp_path))
@@ -145,11 +164,38 @@ def test_capturing_without_torch_is_one_line_naming_the_extra(light, tmp_path, c
     assert "Traceback" not in proc.stderr and not (tmp_path / "b.json").exists()
 
 
+def test_audit_replay_from_the_wheel_says_in_one_line_where_to_get_the_fixtures(light, tmp_path):
+    proc = _run([light / "kernlint", "audit", "--replay"], cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "", proc
+    (line,) = proc.stderr.strip().splitlines()
+    assert "source checkout" in line and "--fixtures PATH/TO/kernlint/fixtures" in line, line
+    assert "Traceback" not in proc.stderr
+    # From a wheel, --fixtures with a checkout's fixtures replays them.
+    done = _run([light / "kernlint", "audit", "--replay", "--fixtures", REPO / "fixtures"], cwd=tmp_path)
+    assert done.returncode == 0 and "verdicts as expected" in done.stdout, done.stderr[-2000:]
+
+
 def test_profiling_from_python_without_torch_raises_the_typed_error(light, tmp_path):
     code = ("import kernlint\nfrom kernlint.errors import MissingExtraError\ntry:\n"
             "    with kernlint.profiling():\n        pass\nexcept MissingExtraError as e:\n    print('missing:', e)\n")
     out = _ok(_run([light / "python", "-c", code], cwd=tmp_path)).stdout
     assert out.startswith("missing: kernlint.profiling() needs torch") and "kernlint[capture]" in out
+
+
+def test_the_event_frame_without_pandas_is_one_line_naming_the_extra(light, tmp_path):
+    """Only the Python API's DataFrame needs pandas: the table loads and its columns read without it."""
+    code = ("from kernlint.errors import MissingExtraError\nfrom kernlint.trace.load import load_trace\n"
+            f"table = load_trace({str(REGRESSED)!r})\nprint('columns:', len(table.columns['kind']) == len(table))\n"
+            "try:\n    table.frame\nexcept MissingExtraError as e:\n    print('missing:', e)\n")
+    out = _ok(_run([light / "python", "-c", code], cwd=tmp_path)).stdout.splitlines()
+    assert out[0] == "columns: True" and len(out) == 2, out
+    assert out[1] == "missing: EventTable.frame needs pandas, which is not installed: pip install 'kernlint[pandas]'"
+    frame = f"import kernlint.trace.load as l; l.load_trace({str(REGRESSED)!r}).frame"
+    uncaught = _run([light / "python", "-c", frame], cwd=tmp_path)
+    assert uncaught.returncode == 1
+    assert uncaught.stderr.strip().splitlines()[-1] == (
+        "kernlint.errors.MissingExtraError: EventTable.frame needs pandas, which is not installed: "
+        "pip install 'kernlint[pandas]'")
 
 
 def test_a_zip_import_of_the_wheel_loads_the_shipped_rules(light, dist, tmp_path):

@@ -5,6 +5,7 @@ Imports torch, and of kernlint only the bottom module fileio (signal-safe tempor
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import os
 import re
@@ -20,7 +21,7 @@ from torch.profiler import ProfilerActivity, profile
 from kernlint.errors import ConfigError
 from kernlint.fileio import removed_on_signal
 
-__all__ = ["export_gzipped_trace", "profiling_quietly", "record_trace"]
+__all__ = ["export_gzipped_trace", "profiler_arguments", "profiling_quietly", "record_trace"]
 
 # Level 1: a GPU trace of the audit (about 6 MB of JSON) is written 10x faster than at gzip's default 9,
 # and comes out about a third larger; reading it back takes the same time.
@@ -104,6 +105,37 @@ def profiling_quietly(prof: profile, log: list[str] | None):
             prof.__exit__(*exc_info)
 
 
+def profiler_arguments() -> dict[str, object]:
+    """The arguments of every torch.profiler.profile() kernlint starts: shapes, memory, Python stacks and
+    nn.Module scopes (the rules need all four). `with_stack=True` records the nn.Module events of eager models
+    on every torch kernlint supports; `with_modules=True` adds TorchScript models' module hierarchy, and is
+    passed only where the installed torch still takes it without deprecation (_with_modules_is_current)."""
+    arguments: dict[str, object] = {"record_shapes": True, "profile_memory": True, "with_stack": True}
+    if _with_modules_is_current():
+        arguments["with_modules"] = True
+    return arguments
+
+
+@functools.cache
+def _with_modules_is_current() -> bool:
+    """Whether the installed torch takes `with_modules` without a warning. torch 2.14 deprecated it (a
+    FutureWarning when the profiler starts: it records only TorchScript models' modules, and `with_stack=True`
+    records nn.Module events for eager ones). Asked of torch itself, not of its version: the autograd
+    profiler that torch.profiler starts is made (not started: that is configuration only) with it, and any
+    warning that names it, or a TypeError once it is gone, means leaving it out."""
+    import warnings
+
+    import torch.autograd.profiler as autograd_profiler
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            autograd_profiler.profile(with_modules=True, use_kineto=True)
+        except TypeError:
+            return False
+    return not any("with_modules" in str(w.message) for w in caught)
+
+
 def refuse_a_second_profiler(what: str) -> None:
     """Raise ConfigError when a profiler is already running in this process: torch.profiler cannot nest, and
     a second one started inside the first crashes the process (or records nothing)."""
@@ -135,8 +167,7 @@ def record_trace(step: Callable[[], object], out_path: str | os.PathLike, *, dev
         torch.cuda.synchronize()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if is_cuda else [])
     refuse_a_second_profiler("profiling the workload")
-    prof = profile(activities=activities, record_shapes=True, profile_memory=True, with_stack=True,
-                   with_modules=True)
+    prof = profile(activities=activities, **profiler_arguments())
     with profiling_quietly(prof, log):
         for k in range(steps):
             if steps == 1:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -70,6 +71,37 @@ def _full_width(renderable: object) -> int:
     return max(80, probe.measure(renderable).maximum)
 
 
+# --color: auto (colour on a terminal), always (also into a pipe: a CI log), never. Set by the option's callback
+# (on the group or on a command that prints styled text); None: not given, the environment decides.
+COLOR_CHOICES = ("auto", "always", "never")
+_color: list[str | None] = [None]
+
+
+def _set_color(ctx, param, value):
+    if value is not None:
+        _color[0] = value
+    return value
+
+
+color_option = click.option(
+    "--color", type=click.Choice(COLOR_CHOICES), default=None, expose_value=False, callback=_set_color,
+    is_eager=True, help="Colour the styled output: auto (on a terminal; the default), always (also into a pipe or a "
+                        "CI log) or never. Without it NO_COLOR (no-color.org) turns colour off and FORCE_COLOR "
+                        "(force-color.org) on, NO_COLOR winning; a report written with --output is never coloured.")
+
+
+def color_mode() -> str:
+    """auto, always or never: --color, else NO_COLOR (set and not empty: never), else FORCE_COLOR (set and not
+    empty: always), else auto."""
+    if _color[0] is not None:
+        return _color[0]
+    if os.environ.get("NO_COLOR", ""):
+        return "never"
+    if os.environ.get("FORCE_COLOR", ""):
+        return "always"
+    return "auto"
+
+
 def emit(rendered: object, output: Path | None) -> None:
     if isinstance(rendered, str):
         if output:
@@ -80,28 +112,33 @@ def emit(rendered: object, output: Path | None) -> None:
     from kernlint.report.styled import Lines
 
     terminal = not output and sys.stdout.isatty()
-    # Lines alone (the text report of a check) are their plain text off a terminal: the characters rich
+    mode = "never" if output else color_mode()
+    colour = mode == "always" or (mode == "auto" and terminal)
+    # Lines alone (the text report of a check) are their plain text without colour: the characters rich
     # writes there, without importing it.
-    written = rendered.plain_text() if isinstance(rendered, Lines) and not terminal else None
+    written = rendered.plain_text() if isinstance(rendered, Lines) and not colour else None
     if written is None:
         from rich.console import Console
 
         if isinstance(rendered, Lines):
             rendered = rendered.__rich__()
         if terminal:
-            Console(highlight=False, soft_wrap=True, emoji=False).print(rendered)
+            Console(highlight=False, soft_wrap=True, emoji=False, no_color=not colour,
+                    **({} if colour else {"color_system": None})).print(rendered)
             return
         # A pipe, a file or a CI log gets the width the report needs, so no name in a table is cut or folded
-        # (`kernlint rules | cat`); without the padding that a table's last column gets at that width.
+        # (`kernlint rules | cat`); without the padding that a table's last column gets at that width. With
+        # --color always (FORCE_COLOR) it keeps the styles, in the 16 standard colours every CI log shows.
         buffer = io.StringIO()
-        Console(file=buffer, width=_full_width(rendered), color_system=None, highlight=False, soft_wrap=True,
+        Console(file=buffer, width=_full_width(rendered), color_system="standard" if colour else None,
+                force_terminal=colour, no_color=not colour, highlight=False, soft_wrap=True,
                 emoji=False).print(rendered)
         written = buffer.getvalue()
     text = "\n".join(line.rstrip() for line in written.split("\n"))
     if output:
         write_atomically(output, text)
-    else:
-        click.echo(text, nl=False)
+    else:   # click strips the escapes off a terminal unless told to keep them
+        click.echo(text, nl=False, color=colour or None)
 
 
 def guarded(command: Callable[..., int]) -> Callable[..., None]:
@@ -155,6 +192,7 @@ class _KernlintGroup(click.Group):
     """
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        _color[0] = None   # --color of an earlier call in this process (tests) does not carry over
         if not standalone_mode:  # a caller that handles click's exceptions itself
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         with warnings.catch_warnings():
@@ -178,7 +216,8 @@ class _KernlintGroup(click.Group):
 
 
 @click.group(cls=_KernlintGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="kernlint")
+@click.version_option(__version__, "-V", "--version", prog_name="kernlint")
+@color_option
 def main() -> None:
     """kernlint: catch launch-level performance regressions in PyTorch profiler traces."""
 

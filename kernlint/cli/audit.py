@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from kernlint.cli.app import emit, guarded, main, progress_display, write_atomically
+from kernlint.cli.app import color_option, emit, guarded, main, progress_display, write_atomically
 from kernlint.cli.checking import read_baseline
 from kernlint.cli.options import (
     ConfiguredCommand,
@@ -47,6 +47,7 @@ _AUDIT_KEYS = frozenset({"baseline"})
 @repeat_option
 @baseline_options
 @format_option
+@color_option
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the report to this file (atomically) instead of stdout.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -76,11 +77,9 @@ def audit(device, include_regressed, out_dir, replay, fixtures, timeout_s, repea
     rules = settings.rules
     if replay:
         from kernlint.cases import audit_recorded_cases
-        from kernlint.checkout import CHECKOUT_FIXTURES
+        from kernlint.checkout import replay_fixtures
 
-        folder = fixtures or CHECKOUT_FIXTURES
-        if not (folder / "cases").is_dir():
-            raise ConfigError(folder, "no cases/ folder here; pass --fixtures DIR")
+        folder = replay_fixtures(fixtures)
         result = audit_recorded_cases(folder, rules, settings.sources)
         if not result.results:  # nothing replayed is no evidence: never "0/0 as expected"
             raise ConfigError(folder / "cases", "no case names a recorded trace (`trace = ...`): nothing to "

@@ -97,16 +97,36 @@ def check_traces(traces, options: CheckOptions, notes=()) -> int:
     """Options -> the one check (kernlint.pipeline) -> the chosen format."""
     limit = options.max_trace_bytes or max_trace_bytes_default()
     with stdin_as_file(traces, limit) as (paths, more_notes):
-        return _check_paths(paths, options, [*notes, *more_notes])
+        name = options.extra.get("stdin_filename")
+        renames = {}
+        if name and paths != list(traces):   # --stdin-filename: the report names the trace NAME
+            renames = {str(p): name for p, t in zip(paths, traces, strict=True) if str(t) == "-"}
+            more_notes = [f"Trace: read from standard input as {name}"]
+        return _check_paths(paths, options, [*notes, *more_notes], renames)
 
 
-def _check_paths(traces, options: CheckOptions, notes=()) -> int:
+def _renamed(result, renames: dict[str, str]):
+    """The result with the traces of `renames` (a temporary file: its name) named as the user said."""
+    import dataclasses
+
+    def finding(f):
+        return dataclasses.replace(f, trace=renames[f.trace]) if f.trace in renames else f
+
+    reports = [dataclasses.replace(
+        r, trace=renames.get(r.trace, r.trace),
+        outcomes=[dataclasses.replace(o, findings=[finding(f) for f in o.findings]) for o in r.outcomes])
+        for r in result.reports]
+    suppressed = [dataclasses.replace(s, finding=finding(s.finding)) for s in result.suppressed]
+    return dataclasses.replace(result, reports=reports, suppressed=suppressed)
+
+
+def _check_paths(traces, options: CheckOptions, notes=(), renames=None) -> int:
     from kernlint.parallel import resolve_jobs
     from kernlint.pipeline import BaselineInput, Execution, Inputs, run_check
 
     config = current_config()
-    if options.verbosity >= VERBOSE:
-        error_line(described(config), prefix="kernlint: ")
+    if options.verbosity >= VERBOSE:   # one line: the config, and whether .gitignore applies to each folder
+        error_line("; ".join([described(config), *_gitignore_statuses(traces, options)]), prefix="kernlint: ")
     from kernlint.report import get_format
 
     chosen = get_format(options.fmt)   # a format that cannot render this is refused before the work
@@ -116,7 +136,9 @@ def _check_paths(traces, options: CheckOptions, notes=()) -> int:
     needs_tables = chosen.needs_tables or any(get_format(name).needs_tables for name in extra)
     settings = check_settings(options, config)
     request = settings.request(
-        Inputs(paths=list(traces), captures=list(options.captures), notes=list(notes)),
+        Inputs(paths=list(traces), captures=list(options.captures), notes=list(notes),
+               exclude=tuple(split_values(options.extra.get("exclude", ()))),
+               gitignore=options.extra.get("respect_gitignore", True)),
         baseline=BaselineInput(baseline=read_baseline(options.baseline) if options.baseline else None,
                                label=str(options.baseline or ""),
                                hint="add --baseline FILE (record one with `kernlint baseline record`)",
@@ -124,12 +146,43 @@ def _check_paths(traces, options: CheckOptions, notes=()) -> int:
         execution=Execution(jobs=resolve_jobs(options.jobs), backend=options.backend, scheduler=options.scheduler,
                             keep_tables=needs_tables))   # html's timelines draw from every trace's events
     result = run_check(request)
+    if renames:
+        result = _renamed(result, renames)
     from kernlint.report import RenderContext
 
     for name, path in extra.items():   # the extra outputs first: the main one may be stdout
         emit(renderers[name](result, RenderContext(verbosity=options.verbosity)), path)
     emit(rendered(result, options), options.output)
+    if options.extra.get("report_unused_ignores") or options.extra.get("fix_unused_ignores"):
+        _report_unused_ignores(result, settings.sources, fix=bool(options.extra.get("fix_unused_ignores")))
     return result.exit_code
+
+
+def _report_unused_ignores(result, sources, *, fix: bool) -> None:
+    """--report-unused-ignores: `kernlint: warning: FILE:LINE: unused ignore[ID]` on stderr for each inline
+    ignore that suppressed nothing (kernlint.rules.suppressions.UnusedIgnore), then what was judged; with
+    --fix-unused-ignores, those comments taken out of their files. The exit code stays the check's."""
+    from kernlint.cli.app import warning_line
+    from kernlint.rules.suppressions import removed_unused_ignores
+
+    unused = result.unused_ignores
+    for u in unused:
+        warning_line(u.one_line())
+    judged = "only the files the findings' sources were read from were judged; comments in other files were not"
+    if fix and unused:
+        fixed = removed_unused_ignores(sources.mapping.root, unused)
+        error_line(f"removed unused ignore comments from {len(fixed)} file(s); {judged}", prefix="kernlint: ")
+    else:
+        error_line(f"{len(unused)} unused ignore comment(s); {judged}", prefix="kernlint: ")
+
+
+def _gitignore_statuses(traces, options: CheckOptions) -> list[str]:
+    """-v: for each folder given, whether .gitignore applies to its search (kernlint.trace.ignored)."""
+    if not options.extra.get("respect_gitignore", True):
+        return []
+    from kernlint.trace.ignored import git_ignored
+
+    return [git_ignored(folder)[1] for folder in (Path(t) for t in traces) if folder.is_dir()]
 
 
 def _suppressions_update(options: CheckOptions):

@@ -20,7 +20,8 @@ from kernlint.report.safe import printable
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, help="Significance level of each change point's test (a permutation test with "
                                       "enough permutations for it; Student's t where a series is too short).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+@click.option("--format", "--output-format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
               help="text: a line per change point; json: the change points for scripts (schema_version 1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the output to FILE (atomically) instead of stdout.")

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kernlint.cli.app import NORMAL, QUIET, VERBOSE, ByteSize, warning_line
+from kernlint.cli.app import NORMAL, QUIET, VERBOSE, ByteSize, color_option, warning_line
 from kernlint.config import (
     SELECTION_KEYS,
     Config,
@@ -92,9 +92,9 @@ def format_option(f):
     from kernlint.report import FORMATS, format_names
 
     summaries = FORMATS.summaries()
-    return click.option("--format", "fmt", type=click.Choice(format_names()), default="text", show_default=True,
-                        help="Output format: " + "; ".join(f"{n} ({summaries[n]})" for n in format_names())
-                             + ".")(f)
+    return click.option("--format", "--output-format", "fmt", type=click.Choice(format_names()), default="text",
+                        show_default=True,
+                        help="Output format: " + "; ".join(f"{n} ({summaries[n]})" for n in format_names()) + ".")(f)
 
 
 debug_option = click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
@@ -112,7 +112,8 @@ selection_options = _options(
     rules_option,
     no_builtin_option,
     click.option("--select", multiple=True,
-                 help="Rule ids, prefixes, names or ALL (comma-separated, any case); replaces the config's "
+                 help="Rule ids, prefixes, names, families (R1, baseline), tags (fp8) or ALL (comma-separated, "
+                      "any case); replaces the config's "
                       "selection."),
     click.option("--extend-select", multiple=True,
                  help="Like --select, but added to the selection (the config's included)."),
@@ -120,6 +121,7 @@ selection_options = _options(
 )
 report_options = _options(
     format_option,
+    color_option,
     click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
                  help="Write the report to this file (atomically) instead of stdout."),
     click.option("--statistics", is_flag=True,
@@ -210,6 +212,13 @@ suppression_options = _options(
                                       "in the working directory)."),
     click.option("--prune-suppressions", is_flag=True,
                  help="Remove from the suppressions file what no longer occurs."),
+    click.option("--report-unused-ignores", is_flag=True,
+                 help="After the check, list on stderr each inline `# kernlint: ignore...` comment that "
+                      "suppressed nothing (file:line: unused ignore[ID]), in the files the findings' sources were "
+                      "read from (comments in other files are not judged). Does not change the exit code."),
+    click.option("--fix-unused-ignores", is_flag=True,
+                 help="Remove those unused ignore comments from their files (rewritten atomically; the code "
+                      "stays). Implies --report-unused-ignores."),
 )
 # Every option of `check` and `run` (and of what checks traces next).
 def extra_output_options(f):

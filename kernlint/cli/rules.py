@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 
 import click
 
-from kernlint.cli.app import emit, guarded, main
+from kernlint.cli.app import color_option, emit, guarded, main
 from kernlint.cli.options import (
     ConfiguredCommand,
     config_options,
@@ -25,15 +27,15 @@ _RULE_SOURCE_KEYS = frozenset({"rules", "no-builtin"})
 @main.command("rules", cls=ConfiguredCommand, config_keys=_RULE_SOURCE_KEYS)
 @rules_option
 @no_builtin_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Output format: a table (text) or a JSON array.")
+@click.option("--format", "--output-format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format: a table (text) or a JSON array.")
+@color_option
 @config_options
 @debug_option
 @guarded
 def list_rules(rule_paths, no_builtin, fmt, config_file, isolated, debug):
     """List the rules grouped by family (R1-R8, distributed, baseline), with the config's [severity] applied."""
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
 
     from kernlint.rules.families import group_rules, id_span, zoo_cases
@@ -46,17 +48,40 @@ def list_rules(rule_paths, no_builtin, fmt, config_file, isolated, debug):
                                 "family_title": family.title, "zoo_cases": zoo_cases(r.spec.tags)}
                                for family, members in groups for r in members], indent=2, allow_nan=False))
         return ExitCode.CLEAN
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     blocks = []
     for family, members in groups:
         ids = id_span([r.id for r in members])
         blocks.append(Text(printable(f"{family.label} ({ids}): {family.line}"), style="bold"))
-        table = Table("id", "name", "severity", "check", "summary", box=None)
-        for r in members:
-            table.add_row(*(Text(printable(v)) for v in (r.id, r.name, r.severity, r.spec.check.type,
-                                                        r.spec.summary)))
-        blocks += [table, Text("")]
+        blocks += [rules_table(members, width), Text("")]
     emit(Group(*blocks[:-1]), None)
     return ExitCode.CLEAN
+
+
+def rules_table(members, width: int | None = None):
+    """A family's table. The id and name columns are never cut nor folded (each is a selector to copy): on a
+    terminal of `width` columns (80 and up) the check and summary columns fold into what is left, and where
+    that is under 40 columns the check column is left out (`kernlint explain ID` and --format json give it).
+    None (a pipe, a file): every column whole (app.emit renders at the width the table needs)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    rows = [[printable(v) for v in (r.id, r.name, r.severity, r.spec.check.type, r.spec.summary)] for r in members]
+    table = Table(box=None)
+    # Each column's cells and its padding (one space either side).
+    fixed = [max(len(h), *(len(row[i]) for row in rows)) + 2 for i, h in enumerate(("id", "name", "severity"))]
+    room = max(width - sum(fixed) - 1, 20) if width else None
+    table.add_column("id", no_wrap=True, min_width=fixed[0] - 2)
+    table.add_column("name", no_wrap=True, min_width=fixed[1] - 2)
+    table.add_column("severity", no_wrap=True)
+    with_check = room is None or room >= 40
+    if with_check:
+        table.add_column("check", overflow="fold", max_width=room // 3 - 2 if room else None)
+    table.add_column("summary", overflow="fold",
+                     max_width=(room - room // 3 - 2 if with_check else room - 2) if room else None)
+    for row in rows:
+        table.add_row(*(Text(v) for i, v in enumerate(row) if with_check or i != 3))
+    return table
 
 
 @main.command(cls=ConfiguredCommand, config_keys=_RULE_SOURCE_KEYS)

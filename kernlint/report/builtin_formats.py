@@ -30,6 +30,11 @@ def _github() -> Renderer:
     return RENDERER
 
 
+def _gitlab() -> Renderer:
+    from kernlint.report.gitlab_format import RENDERER
+    return RENDERER
+
+
 def _markdown() -> Renderer:
     from kernlint.report.markdown_format import RENDERER
     return RENDERER
@@ -60,6 +65,7 @@ BUILTIN_FORMATS: tuple[Format, ...] = (
     Format("json", "a stable schema, schema_version 1, for scripts", _json, ALL),
     Format("concise", "one path:line: ID message line per cause, for editors and problem matchers", _concise, CHECK),
     Format("github", "GitHub Actions annotations on the launching file:line", _github, CHECK),
+    Format("gitlab", "GitLab Code Quality JSON (a merge request's code quality widget)", _gitlab, CHECK),
     Format("markdown", "a CI job summary: verdict per rule, then the findings", _markdown, CHECK),
     Format("sarif", "SARIF 2.1.0 for code scanning and IDE viewers", _sarif, CHECK),
     Format("junit", "JUnit XML: a test case per rule verdict", _junit, frozenset({"check", "audit", "replay"})),

@@ -102,7 +102,7 @@ def _help(rule) -> dict:
 
 def _descriptor(rule) -> dict:
     tags = list(dict.fromkeys(_line(t) for t in rule.spec.tags))   # unique, in the rule file's order
-    home = _information_uri()
+    home = project_url()
     page = {"helpUri": f"{home.rstrip('/')}/blob/main/{RULE_PAGES}/{rule.id}.md"} if home and \
         rule.spec.docs.what_it_does and _is_builtin(rule) else {}
     return {
@@ -115,12 +115,6 @@ def _descriptor(rule) -> dict:
         "defaultConfiguration": {"level": _LEVEL.get(rule.severity, "warning")},
         "properties": {"tags": tags, "checkType": _line(rule.spec.check.type)},
     }
-
-
-
-
-
-
 
 
 @functools.cache
@@ -307,7 +301,7 @@ def to_dict(result: CheckResult) -> dict:
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
     driver = {"name": "kernlint", "version": __version__, "semanticVersion": __version__}
-    uri = _information_uri()
+    uri = project_url()
     if uri:
         driver["informationUri"] = uri
     driver["rules"] = [_descriptor(rule) for rule in result.rules]
@@ -326,7 +320,15 @@ def to_dict(result: CheckResult) -> dict:
     })
 
 
-def _information_uri() -> str | None:
+# The labels of pyproject's [project.urls] (the installed package's Project-URL metadata) read as the
+# project's home, in this order: its https URL is SARIF's `informationUri` and the base of each shipped rule's
+# `helpUri` (`<url>/blob/main/docs/rules/KLnnn.md`). No such URL (the default: whoever publishes kernlint
+# fills [project.urls]): both are left out, never a placeholder.
+PROJECT_URL_LABELS = ("Homepage", "Repository", "Source", "Documentation")
+
+
+@functools.cache
+def project_url() -> str | None:
     """The project's home page from the installed package's metadata (pyproject's [project.urls]), if any."""
     from importlib import metadata
 
@@ -334,10 +336,11 @@ def _information_uri() -> str | None:
         urls = metadata.metadata("kernlint").get_all("Project-URL") or []
     except metadata.PackageNotFoundError:
         return None
-    found = dict(u.split(", ", 1) for u in urls if ", " in u)
-    for label in ("Homepage", "Documentation", "Repository", "Source"):
-        if found.get(label, "").startswith("https://"):
-            return found[label]
+    found = {label.strip().lower(): url.strip() for label, _, url in (u.partition(",") for u in urls)}
+    for label in PROJECT_URL_LABELS:
+        url = found.get(label.lower(), "")
+        if url.startswith("https://"):
+            return url
     return None
 
 

@@ -41,7 +41,9 @@ def rule_markdown(rule) -> str:
     family = family_of(rule.spec.tags)
     cases = zoo_cases(rule.spec.tags)
     lines = [f"# {rule.id} {rule.name} ({rule.severity})", f"Family: {family.label}",
-             f"Zoo cases: {', '.join(map(str, cases))} (zoo.md)" if cases else "Zoo cases: none", "",
+             # The regression zoo's case numbers (its notes are not shipped: no file to cite; the upstream
+             # fixes are the References).
+             f"Zoo cases: {', '.join(map(str, cases))}" if cases else "Zoo cases: none", "",
              rule.spec.summary, "",
              "## What it does", d.what_it_does.strip(), "",
              "## Why is this bad?", d.why_is_this_bad.strip(), "",

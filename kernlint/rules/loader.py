@@ -13,6 +13,7 @@ import msgspec
 
 from kernlint.errors import ConfigError, RuleFileError
 from kernlint.rules.checks import REGISTRY
+from kernlint.rules.families import family_of
 from kernlint.rules.fields import pattern_fields, value_set_fields
 from kernlint.rules.schema import AnchorSpec, MinCostSpec, Rule, RuleSpec, ScopeSpec
 from kernlint.trace.names import NAMED_PATTERNS, SCOPE_PRESETS, named_pattern
@@ -329,7 +330,8 @@ class RuleSelection:
     """One layer of the rule selection (the config file, then the command line), resolved as ruff does:
     a layer's `select` (None: not given) replaces what the layers before chose; `extend_select` adds to
     it; `ignore` removes. Within a layer the most specific selector wins (an exact id or name over a
-    prefix, a longer prefix over a shorter one, any prefix over ALL); at equal specificity ignore wins.
+    prefix, a longer prefix over a shorter one, any prefix over a family or tag, that over ALL); at equal
+    specificity ignore wins.
 
     `source` (a config file) and `lines` (selector key -> line) place errors about this layer."""
 
@@ -340,6 +342,11 @@ class RuleSelection:
     lines: Mapping[str, int] = field(default_factory=dict)
 
 
+# A family (R1, distributed: kernlint.rules.families, as `kernlint rules` groups them) or a tag (fp8, timing,
+# zoo-1): more specific than ALL, less than (or as much as, for a one-letter one) any id prefix.
+FAMILY_OR_TAG = 1
+
+
 def _specificity(selector: str, rule: Rule) -> int | None:
     """How specifically `selector` names `rule` (higher is more specific), or None if it does not."""
     if selector.upper() == "ALL":
@@ -348,6 +355,9 @@ def _specificity(selector: str, rule: Rule) -> int | None:
         return 100
     if rule.id.startswith(selector.upper()):
         return len(selector)
+    wanted = selector.lower()
+    if wanted == family_of(rule.spec.tags).key.lower() or any(wanted == t.lower() for t in rule.spec.tags):
+        return FAMILY_OR_TAG
     return None
 
 
@@ -398,7 +408,8 @@ def resolve_selection(rules: list[Rule], layers: Iterable[RuleSelection]) -> lis
 
 
 def select_rules(rules: list[Rule], select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Rule]:
-    """--select / --ignore: each takes an id (KL001), a prefix (KL0), a rule name, or ALL, in any case. No
+    """--select / --ignore: each takes an id (KL001), a prefix (KL0), a rule name, a family (R1, baseline), a
+    tag (fp8) or ALL, in any case. No
     selector selects every rule."""
     select = tuple(s.strip() for s in select if s.strip())
     ignore = tuple(s.strip() for s in ignore if s.strip())

@@ -285,6 +285,9 @@ class CheckResult:
     tables: list = field(default_factory=list, repr=False)
     # Findings taken out by suppressions (kernlint.rules.suppressions.Suppressed): every format says so.
     suppressed: list = field(default_factory=list)
+    # Inline ignore comments, in the files the findings' sources were read from, that suppressed nothing
+    # (kernlint.rules.suppressions.UnusedIgnore); a file no finding named is never read, so never judged.
+    unused_ignores: list = field(default_factory=list)
 
     @property
     def traces_checked(self) -> int:

@@ -10,10 +10,19 @@
   else (not JSON, another shape, nesting too deep, a number out of range) is one ConfigError naming the file;
 - `[per-source-ignores]` in the config, like ruff's `per-file-ignores`: a glob of the finding's source path ->
   rule ids (or ALL);
-- an inline `# kernlint: ignore[KL401]` comment (several ids comma-separated; none: every rule) on the source
-  line a finding names (its function's `def` line, as recorded) or on the statement of that function that
-  issued the op (kernlint.rules.statements: the line the report names), read from the working tree when the
-  file is there; text after it is the reason.
+- inline comments, like ruff's `# noqa` and ESLint's `eslint-disable-*`, read from the working tree (files
+  under the source root only) when the file is there; each names rule ids or names, comma-separated, any case
+  (none: every rule), and the text after it is the reason:
+  - `# kernlint: ignore[KL401] reason` on the finding's line: the source line it names (its function's `def`
+    line, as recorded) or the statement of that function that issued the op (kernlint.rules.statements: the
+    line the report names);
+  - `# kernlint: ignore-next-line[KL401] reason` on a line of its own: applies to the next line that is neither
+    blank nor only a comment (as the same-line form there);
+  - `# kernlint: ignore-file[KL401] reason` on a line of its own, anywhere in the file (ruff's file-level
+    `# ruff: noqa`): every finding whose source is in that file.
+  The first comment that names the finding's rule counts (the line's, then the next-line's, then the file's).
+  The comments that suppressed nothing are returned (UnusedIgnore: `--report-unused-ignores`), of the files
+  read only: those the findings' sources name; a file no finding names is never read, so never judged.
 
 A suppressed finding leaves its rule's verdict: a rule whose every failing finding is suppressed passes. What
 was suppressed, and how, is returned with the reports, so every output can say so.
@@ -44,8 +53,11 @@ SUPPRESSIONS_FILE = "kernlint-suppressions.json"
 SUPPRESSIONS_VERSION = 2
 # The versions read: 1 holds fingerprints of scheme 1 (the texts as recorded), 2 names its scheme.
 _READ_VERSIONS = (1, 2)
-# `# kernlint: ignore` or `# kernlint: ignore[KL401, KL502]`, then an optional reason.
-_INLINE = re.compile(r"#\s*kernlint:\s*ignore(?:\[(?P<ids>[^\]]*)\])?(?P<reason>.*)$", re.IGNORECASE)
+# `# kernlint: ignore`, `# kernlint: ignore[KL401, KL502]`, `# kernlint: ignore-next-line[...]`,
+# `# kernlint: ignore-file[...]`, then an optional reason (`ignore-other` is none of them).
+_INLINE = re.compile(r"#\s*kernlint:\s*ignore(?P<form>-next-line|-file)?(?![\w-])(?:\[(?P<ids>[^\]]*)\])?"
+                     r"(?P<reason>.*)$", re.IGNORECASE)
+INLINE_FORMS = ("line", "next-line", "file")
 HOW = ("file", "per-source", "inline")
 # The largest suppressions file read (docs/configuration.md): a real one holds ~150 bytes an entry, so 16 MiB
 # is over 100,000 suppressed findings; a larger file is refused before it is read.
@@ -165,58 +177,221 @@ def pruned(file: SuppressionFile, findings: Iterable[Finding]) -> SuppressionFil
     return SuppressionFile(file.path, kept)
 
 
+@dataclass(frozen=True)
+class InlineIgnore:
+    """One `# kernlint: ignore...` comment of a source file: `file` as it was read (the root's path where the
+    source map resolved it), its 1-based `line`, its `form` (one of INLINE_FORMS), the rule ids or names it
+    names (upper case; None: every rule), its reason, and `target`: the line it applies to (its own line for
+    `ignore`, the next line of code for `ignore-next-line`, 0 where no line of code follows it, None for
+    `ignore-file`: every line)."""
+
+    file: str
+    line: int
+    form: str
+    ids: tuple[str, ...] | None
+    reason: str
+    target: int | None
+
+    def covers(self, finding: Finding) -> set[str] | None:
+        """The ids of this comment that name the finding's rule ({"*"} for a bare comment), None when it does
+        not apply to that rule."""
+        if self.ids is None:
+            return {"*"}
+        named = {i for i in self.ids if i in (finding.rule.upper(), finding.name.upper())}
+        return named or None
+
+
+@dataclass(frozen=True)
+class UnusedIgnore:
+    """An inline ignore comment that suppressed no finding of this check: `ids`, those of its ids that named a
+    checked rule and matched nothing (None: a bare comment, which names every rule)."""
+
+    file: str
+    line: int
+    form: str
+    ids: tuple[str, ...] | None
+
+    @property
+    def directive(self) -> str:
+        """`ignore[KL001]`, `ignore-next-line`, `ignore-file[KL002,KL005]`: the unused part, as written."""
+        name = "ignore" if self.form == "line" else f"ignore-{self.form}"
+        return name if self.ids is None else f"{name}[{','.join(self.ids)}]"
+
+    def one_line(self) -> str:
+        """`path/file.py:12: unused ignore[KL001]`."""
+        return f"{self.file}:{self.line}: unused {self.directive}"
+
+
+def parse_inline_ignores(file: str, lines: Sequence[str]) -> list[InlineIgnore]:
+    """The ignore comments of a file's lines. `ignore-next-line` and `ignore-file` count only on a line of
+    their own (nothing but the comment); `ignore-next-line` applies to the next line that is neither blank nor
+    only a comment (None: none follows)."""
+    found = []
+    for i, text in enumerate(lines):
+        if "kernlint" not in text.lower():
+            continue
+        m = _INLINE.search(text)
+        if not m:
+            continue
+        form = (m.group("form") or "").lower().lstrip("-") or "line"
+        own_line = not text[:m.start()].strip()
+        if form != "line" and not own_line:
+            continue
+        target: int | None = i + 1
+        if form == "file":
+            target = None
+        elif form == "next-line":
+            target = next((j + 1 for j in range(i + 1, len(lines))
+                           if lines[j].strip() and not lines[j].lstrip().startswith("#")), 0)
+        raw = m.group("ids")
+        ids = None if raw is None else tuple(dict.fromkeys(x.strip().upper() for x in raw.split(",") if x.strip()))
+        found.append(InlineIgnore(file, i + 1, form, ids, m.group("reason").strip(" :-\u2014") or "", target))
+    return found
+
+
+class _FileIgnores:
+    """The ignore comments of one file read, by the line they apply to, and which of their ids were used."""
+
+    def __init__(self, ignores: list[InlineIgnore]):
+        self.ignores = ignores
+        self.by_target: dict[int, list[InlineIgnore]] = {}
+        for ignore in ignores:
+            if ignore.target is not None:
+                self.by_target.setdefault(ignore.target, []).append(ignore)
+        self.whole_file = [i for i in ignores if i.target is None]
+        self.used: dict[InlineIgnore, set[str]] = {}
+
+
 class _InlineComments:
-    """`# kernlint: ignore[...]` on source lines, read once per file from the working tree: only files inside
-    `root` (kernlint.rules.statements.read_source_file: regular files under a size bound), and, given
+    """`# kernlint: ignore...` comments on source lines, read once per file from the working tree: only files
+    inside `root` (kernlint.rules.statements.read_source_file: regular files under a size bound), and, given
     `resolve` (a source map's recorded path -> root-relative path), only the files it maps into the root. A
-    trace names any path it likes: its own "suppression" in /tmp/x/secret.py is never read."""
+    trace names any path it likes: its own "suppression" in /tmp/x/secret.py is never read. Which comments
+    suppressed something is kept, so those that suppressed nothing can be listed (`unused`)."""
 
     def __init__(self, root: Path, resolve: Callable[[str], str | None] | None = None,
                  statements: SourceStatements | None = None):
         self.root = root
         self._resolve = resolve
-        self._lines: dict[str, list[str] | None] = {}
+        self._mapped: dict[str, str | None] = {}
+        self._files: dict[str, _FileIgnores | None] = {}
         # The check's files, read and parsed once for the comments and the statement refinement alike.
         self._statements = statements if statements is not None else SourceStatements(root)
 
-    def of(self, finding: Finding) -> tuple[set[str] | None, str] | None:
-        """The comment on the finding's source line, else on the statement of its function that issued the op
-        (kernlint.rules.statements: what the report names once the source is refined)."""
-        found = self.at(finding.source)
-        if found is not None or not finding.source:
-            return found
+    def suppressing(self, finding: Finding) -> InlineIgnore | None:
+        """The comment that suppresses the finding, marked used: on its source line (its function's `def`, as
+        recorded) or on the statement of its function that issued the op (kernlint.rules.statements: what the
+        report names once the source is refined), written there or as `ignore-next-line` above it; else an
+        `ignore-file` of its file. The first that names its rule (or every rule) counts."""
         located = file_and_line(finding.source)
         if located is None:
             return None
         file, def_line = located
-        mapped = file if self._resolve is None else self._resolve(file)
-        if mapped is None:
+        mapped = self._map(file)
+        ignores = None if mapped is None else self._read(mapped)
+        if ignores is None or not ignores.ignores:
             return None
-        line = self._statements.line_of(f"{mapped}:{def_line}", (finding.top_op, finding.launch_op),
-                                        finding.function)
-        return None if line is None else self.at(f"{file}:{line}")
+        lines = [def_line]
+        statement = None if not ignores.by_target else self._statements.line_of(
+            f"{mapped}:{def_line}", (finding.top_op, finding.launch_op), finding.function)
+        if statement is not None and statement != def_line:
+            lines.append(statement)
+        candidates = [i for n in lines for i in ignores.by_target.get(n, ()) if i.form == "line"]
+        candidates += [i for n in lines for i in ignores.by_target.get(n, ()) if i.form == "next-line"]
+        for ignore in [*candidates, *ignores.whole_file]:
+            named = ignore.covers(finding)
+            if named is not None:
+                ignores.used.setdefault(ignore, set()).update(named)
+                return ignore
+        return None
 
-    def at(self, source: str | None) -> tuple[set[str] | None, str] | None:
-        """(the ids the comment names, None for every rule; its reason) on the line `source` (file:line)."""
-        located = file_and_line(source)
-        if located is None:
-            return None
-        file, n = located
-        lines = self._read(file)
-        if lines is None or not 1 <= n <= len(lines):
-            return None
-        m = _INLINE.search(lines[n - 1])
-        if not m:
-            return None
-        ids = m.group("ids")
-        named = None if ids is None else {i.strip().upper() for i in ids.split(",") if i.strip()}
-        return named, m.group("reason").strip(" :-—") or ""
+    def unused(self, rules: Sequence) -> list[UnusedIgnore]:
+        """The comments of the files read that suppressed nothing, in file and line order. Of a comment naming
+        rules, only the ids of the check's `rules` (an id or a name) are judged: one naming a rule this check
+        did not run may suppress it in another."""
+        checked = {r.id.upper() for r in rules} | {r.name.upper() for r in rules}
+        out = []
+        for file in sorted(f for f, v in self._files.items() if v is not None):
+            ignores = self._files[file]
+            for ignore in ignores.ignores:
+                used = ignores.used.get(ignore, set())
+                if ignore.ids is None:
+                    if not used:
+                        out.append(UnusedIgnore(file, ignore.line, ignore.form, None))
+                    continue
+                left = tuple(i for i in ignore.ids if i not in used and i in checked)
+                if left:
+                    out.append(UnusedIgnore(file, ignore.line, ignore.form, left))
+        return out
 
-    def _read(self, file: str) -> list[str] | None:
-        if file not in self._lines:
-            mapped = file if self._resolve is None else self._resolve(file)
-            self._lines[file] = None if mapped is None else self._statements.text_lines(mapped)
-        return self._lines[file]
+    def _map(self, file: str) -> str | None:
+        if file not in self._mapped:
+            self._mapped[file] = file if self._resolve is None else self._resolve(file)
+        return self._mapped[file]
+
+    def _read(self, mapped: str) -> _FileIgnores | None:
+        if mapped not in self._files:
+            lines = self._statements.text_lines(mapped)
+            self._files[mapped] = None if lines is None else _FileIgnores(parse_inline_ignores(mapped, lines))
+        return self._files[mapped]
+
+
+def removed_unused_ignores(root: Path, unused: Iterable[UnusedIgnore]) -> list[str]:
+    """Take the unused ignores out of their files (`--fix-unused-ignores`), each file rewritten atomically:
+    a comment none of whose ids was used goes (its line too, where the comment was all of it), one with some
+    used ids keeps those (`ignore[KL001,KL002]` -> `ignore[KL001]`); the code and the other lines stay byte for
+    byte. A file is rewritten only when it is still a regular UTF-8 file inside `root` and each line still
+    holds its comment (a file edited since the check is left alone). Returns the files rewritten."""
+    from kernlint.fileio import write_text_atomically
+    from kernlint.rules.statements import read_source_file
+
+    by_file: dict[str, list[UnusedIgnore]] = {}
+    for u in unused:
+        by_file.setdefault(u.file, []).append(u)
+    written = []
+    for file, items in sorted(by_file.items()):
+        data = read_source_file(root.resolve(), file)
+        if data is None:
+            continue
+        try:
+            lines = data.decode("utf-8").splitlines(keepends=True)
+        except UnicodeDecodeError:
+            continue
+        changed = _without_unused(lines, items)
+        if changed is None:
+            continue
+        path = Path(file) if Path(file).is_absolute() else root / file
+        try:
+            write_text_atomically(path.resolve(), "".join(changed))
+        except OSError:
+            continue   # not written: left out of what is returned
+        written.append(file)
+    return written
+
+
+def _without_unused(lines: list[str], items: Sequence[UnusedIgnore]) -> list[str] | None:
+    """The lines less the unused comments; None when a line no longer holds the comment it was read with."""
+    out = list(lines)
+    for u in items:
+        if not 1 <= u.line <= len(out) or out[u.line - 1] is None:
+            return None
+        text = out[u.line - 1]
+        body = text.rstrip("\r\n")
+        ending = text[len(body):]
+        m = _INLINE.search(body)
+        form = None if m is None else ((m.group("form") or "").lower().lstrip("-") or "line")
+        if m is None or form != u.form:
+            return None
+        raw = m.group("ids")
+        drop = set() if u.ids is None else set(u.ids)
+        kept = [] if raw is None else [x.strip() for x in raw.split(",") if x.strip() and x.strip().upper() not in drop]
+        if kept:
+            start, end = m.span("ids")
+            out[u.line - 1] = body[:start] + ",".join(kept) + body[end:] + ending
+            continue
+        code = body[:m.start()].rstrip()
+        out[u.line - 1] = None if not code else code + ending
+    return [line for line in out if line is not None]
 
 
 def check_per_source_ignores(ignores: Mapping[str, Sequence[str]], rules: Sequence, source: str | None,
@@ -252,13 +427,35 @@ def _verdict(outcome: RuleOutcome, kept: list[Finding], floors: Mapping[str, int
     return dataclasses.replace(outcome, findings=kept, status=STATUS_FAILED if failing else STATUS_PASSED)
 
 
+@dataclass
+class Applied:
+    """What apply_suppressions does: the reports less the suppressed findings (verdicts recomputed), what was
+    suppressed, and the inline ignore comments of the files read that suppressed nothing (UnusedIgnore)."""
+
+    reports: list[TraceReport]
+    suppressed: list[Suppressed]
+    unused_ignores: list[UnusedIgnore] = field(default_factory=list)
+
+
 def apply_suppressions(reports: Sequence[TraceReport], rules: Sequence, *, file: SuppressionFile | None = None,
                        per_source: Mapping[str, Sequence[str]] | None = None, root: Path | None = None,
                        inline: bool = True, resolve: Callable[[str], str | None] | None = None,
                        statements: SourceStatements | None = None) -> tuple[list[TraceReport], list[Suppressed]]:
-    """The reports with suppressed findings taken out (verdicts recomputed), and what was suppressed. Inline
-    comments are read from the files under `root` (default: the working directory) that `resolve` (a source
-    map's `path`) maps there, or, without one, that the findings name inside it."""
+    """The reports with suppressed findings taken out (verdicts recomputed), and what was suppressed
+    (suppressions_applied, less the unused ignores)."""
+    applied = suppressions_applied(reports, rules, file=file, per_source=per_source, root=root, inline=inline,
+                                   resolve=resolve, statements=statements)
+    return applied.reports, applied.suppressed
+
+
+def suppressions_applied(reports: Sequence[TraceReport], rules: Sequence, *, file: SuppressionFile | None = None,
+                         per_source: Mapping[str, Sequence[str]] | None = None, root: Path | None = None,
+                         inline: bool = True, resolve: Callable[[str], str | None] | None = None,
+                         statements: SourceStatements | None = None) -> Applied:
+    """The suppressions applied to the reports. Inline comments are read from the files under `root` (default:
+    the working directory) that `resolve` (a source map's `path`) maps there, or, without one, that the
+    findings name inside it: only the files of the findings' sources, so only their comments can be judged
+    unused."""
     floors = {}
     for r in rules:
         floor = SEVERITY_ORDER[r.severity]
@@ -283,17 +480,15 @@ def apply_suppressions(reports: Sequence[TraceReport], rules: Sequence, *, file:
                     suppressed.append(Suppressed(f, *hit))
             outcomes.append(_verdict(o, kept, floors) if len(kept) != len(o.findings) else o)
         out.append(dataclasses.replace(report, outcomes=outcomes))
-    return out, suppressed
+    return Applied(out, suppressed, comments.unused(rules) if comments is not None else [])
 
 
 def _suppression_of(f: Finding, budget: Counter, key: Callable[[Finding], str], per_source, comments
                     ) -> tuple[str, str | None] | None:
     if comments is not None:
-        found = comments.of(f)
-        if found is not None:
-            named, reason = found
-            if named is None or f.rule.upper() in named or f.name.upper() in named:
-                return "inline", reason or None
+        ignore = comments.suppressing(f)
+        if ignore is not None:
+            return "inline", ignore.reason or None
     glob = _per_source(per_source, f)
     if glob is not None:
         return "per-source", f"[per-source-ignores] {glob}"

@@ -30,7 +30,7 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,7 +98,7 @@ def find_trace_files(paths: Iterable[str | Path]) -> list[Path]:
     return discover_traces(paths).files
 
 
-def discover_traces(paths: Iterable[str | Path]) -> Discovery:
+def discover_traces(paths: Iterable[str | Path], exclude: Sequence[str] = (), gitignore: bool = True) -> Discovery:
     """Expand files and folders into trace files, telling a kineto trace by its content, not its name.
 
     A named file is taken as it is (decoding says later what is wrong with it). A folder is searched
@@ -109,7 +109,9 @@ def discover_traces(paths: Iterable[str | Path]) -> Discovery:
     entries that cannot be read (no permission, a dangling link, a link loop, a FIFO or other special file, a
     folder that cannot be listed), are listed in `skipped` with the reason; files with other suffixes are
     counted in `ignored_count`. A folder without a trace raises TraceError. Files keep the order of the
-    arguments, a folder's files sorted by path; duplicates (same resolved path) are dropped.
+    arguments, a folder's files sorted by path; duplicates (same resolved path) are dropped. In a folder,
+    the entries that an `exclude` glob matches and, with `gitignore`, those git ignores are passed over
+    silently (kernlint.trace.ignored).
     """
     found = Discovery()
     for p in paths:
@@ -127,7 +129,7 @@ def discover_traces(paths: Iterable[str | Path]) -> Discovery:
                 raise TraceError(path, "no such file or folder") from None
             raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
         if stat.S_ISDIR(st.st_mode):
-            _discover_folder(path, found)
+            _discover_folder(path, found, exclude, gitignore)
         elif stat.S_ISREG(st.st_mode):
             found.files.extend(entries_of(path))   # a file of several processes (nsys): one entry each
         else:
@@ -146,7 +148,10 @@ def discover_traces(paths: Iterable[str | Path]) -> Discovery:
     return found
 
 
-def _discover_folder(folder: Path, found: Discovery) -> None:
+def _discover_folder(folder: Path, found: Discovery, exclude: Sequence[str] = (), gitignore: bool = True) -> None:
+    from kernlint.trace.ignored import folder_filter
+
+    passed_over = folder_filter(folder, exclude, gitignore)
     files: list[Path] = []
     skipped: list[SkippedEntry] = []
     looked = ignored = 0
@@ -165,6 +170,8 @@ def _discover_folder(folder: Path, found: Discovery) -> None:
         subfolders = []
         for entry in entries:
             path = Path(entry.path)
+            if passed_over.skips(path):
+                continue
             is_link = _is_link(entry)
             try:
                 st = os.stat(entry.path)  # follows links; never opens the entry

@@ -1,7 +1,7 @@
 """The event table: one row per trace event, typed columns, links and nesting resolved.
 
 Public API. `EventTable.columns` holds one numpy array per column (kernlint.trace.event_columns), what
-kernlint itself reads; `EventTable.frame` is the same events as a pandas DataFrame (made on first use: pandas
+kernlint itself reads; `EventTable.frame` is the same events as a pandas DataFrame (the `pandas` extra; made on first use: pandas
 is imported only there) whose row label is the event's position (`row`). Every link column holds a row
 position, or -1 where there is no such event. Columns:
 
@@ -287,7 +287,11 @@ class EventTable:
 
 
 def _frame_of(columns: EventColumns) -> pd.DataFrame:
-    """The DataFrame of the Python API, with the dtypes pandas gave the columns when the table was one."""
+    """The DataFrame of the Python API, with the dtypes pandas gave the columns when the table was one.
+    pandas is the `pandas` extra: without it, MissingExtraError naming the extra."""
+    from kernlint.extras import require_pandas
+
+    require_pandas("EventTable.frame")
     import pandas as pd
 
     data: dict[str, Any] = {}
