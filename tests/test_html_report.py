@@ -580,7 +580,9 @@ def test_make_test_never_installs_the_browser_make_browser_does_and_ci_runs_it_f
         pytest.skip("no make")
 
     def dry_run(target):
-        proc = subprocess.run(["make", "-n", "-B", "-f", str(REPO / "Makefile"), f"VENV={tmp_path / 'venv'}", target],
+        # --no-print-directory: under a make of its own (CI runs `make test`), make would add Entering/Leaving lines
+        proc = subprocess.run(["make", "-n", "-B", "--no-print-directory", "-f", str(REPO / "Makefile"),
+                               f"VENV={tmp_path / 'venv'}", target],
                               capture_output=True, text=True, cwd=REPO, timeout=60)
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.splitlines()
