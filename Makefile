@@ -19,7 +19,7 @@ PIP_INSTALL := $(PY) -m pip --disable-pip-version-check install --no-compile
 export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: audit test install install-dev lint bench clean test-no-native test-no-compiler test-native-asan \
-        test-native-asan-quick browser
+        test-native-asan-quick browser fixtures-wheel
 
 # The venv itself, with torch: the system python's (GPU image) or the pinned CPU build.
 $(VENV)/.venv:
@@ -85,6 +85,12 @@ test-native-asan-quick: install-dev
 # as root (scripts/install_browser.sh; nothing when both are there). CI runs it before `make test`.
 browser:
 	bash scripts/install_browser.sh
+
+# The kernlint-fixtures wheel into dist/ (the rule cases, the recorded traces and baselines they name, the
+# regressed workloads; scripts/build_fixtures_wheel.py): installed beside kernlint, `audit --replay`,
+# `audit --include-regressed` and `kernlint run fp8-block-linear-new-ones` work without a checkout.
+fixtures-wheel: install-dev
+	$(PY) scripts/build_fixtures_wheel.py --outdir dist
 
 lint: install-dev
 	$(PY) -m ruff check kernlint tests bench scripts

@@ -138,3 +138,10 @@ class Screenshot:
     def blank(self, min_colours: int = 16, min_ink: float = 0.01) -> bool:
         """A page that rendered nothing (or a single flat colour, or a line of text) counts as blank."""
         return self.colours < min_colours or self.ink < min_ink
+
+
+def opened(browser: Browser, path) -> Browser:
+    """Open a report; any console error, CSP violation or uncaught exception fails the test."""
+    problems = browser.open(path)
+    assert not problems, f"{path.name}: {problems}"
+    return browser

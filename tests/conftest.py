@@ -10,11 +10,12 @@ pytest.register_assert_rewrite("wheel_build", "baseline_traces")
 
 # The test files that take longest on the 2-core machine (seconds, measured 2026-12-01 with --durations=0):
 # wheel_capture 27, cli_hygiene 31, run_and_audit 31, rule_cases 28, wheel_install 17, decode_traces 14,
-# html_report 18, corpus 16, runs 14, distributed 13, parallel 12, pytest_plugin 11, graph_replays 11.
+# html_report 18, corpus 16, runs 14, distributed 13, parallel 12, pytest_plugin 11, graph_replays 11;
+# fixtures_wheel 20 (2026-12-02).
 LONGEST_FILES = ("test_cli_hygiene.py", "test_run_and_audit.py", "test_rule_cases.py", "test_wheel_capture.py",
-                 "test_html_report.py", "test_wheel_install.py", "test_corpus.py", "test_decode_traces.py",
-                 "test_runs.py", "test_distributed.py", "test_parallel.py", "test_pytest_plugin.py",
-                 "test_graph_replays.py")
+                 "test_fixtures_wheel.py", "test_html_report.py", "test_wheel_install.py", "test_corpus.py",
+                 "test_decode_traces.py", "test_runs.py", "test_distributed.py", "test_parallel.py",
+                 "test_pytest_plugin.py", "test_graph_replays.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -144,3 +145,21 @@ def kernlint_in(cwd: Path, *args, stdin: bytes | str | None = None):
         os.chdir(old)
     return subprocess.CompletedProcess(["kernlint", *map(str, args)], result.exit_code, result.stdout,
                                        result.stderr)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium for the HTML report tests (tests/browser.py), one per test module. Missing: the tests
+    fail under KERNLINT_REQUIRE_BROWSER=1 (CI: `make browser` installs it first), else skip saying how to get it."""
+    import os
+
+    from browser import Browser, missing
+
+    why = missing()
+    if why and os.environ.get("KERNLINT_REQUIRE_BROWSER") == "1":
+        pytest.fail(why)
+    if why:
+        pytest.skip(f"no browser for the HTML report tests: {why}")
+    b = Browser()
+    yield b
+    b.close()

@@ -7,13 +7,12 @@ fixtures/cases/KL804.toml does), once per module.
 """
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from browser import Browser, missing
+from browser import Browser
 from kernlint.baseline import build_baseline, profile_traces, read_baseline
 from kernlint.cases import _slowed
 from kernlint.pipeline import BaselineInput, CheckRequest, Execution, Inputs, run_check
@@ -76,18 +75,6 @@ def reports(tmp_path_factory):
         return done[name]
 
     return get
-
-
-@pytest.fixture(scope="module")
-def browser():
-    why = missing()
-    if why and os.environ.get("KERNLINT_REQUIRE_BROWSER") == "1":
-        pytest.fail(why)
-    if why:
-        pytest.skip(f"no browser for the HTML report tests: {why}")
-    b = Browser()
-    yield b
-    b.close()
 
 
 def _open(b: Browser, path: Path, width: int = 1400) -> Browser:

@@ -8,14 +8,13 @@ replays, ranks or runs repeat it, its instances listed inside and its worst inst
 from __future__ import annotations
 
 import math
-import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from browser import Browser, missing
+from browser import opened
 from fresh_cli import run_fresh
 from kernlint.rules.engine import check_trace
 from kernlint.trace.load import load_trace
@@ -69,24 +68,6 @@ def render(workdir):
         return done[name]
 
     return get
-
-
-@pytest.fixture(scope="module")
-def browser():
-    why = missing()
-    if why and os.environ.get("KERNLINT_REQUIRE_BROWSER") == "1":
-        pytest.fail(why)
-    if why:
-        pytest.skip(f"no browser for the HTML report tests: {why}")
-    b = Browser()
-    yield b
-    b.close()
-
-
-def opened(browser: Browser, path: Path) -> Browser:
-    problems = browser.open(path)
-    assert not problems, f"{path.name}: {problems}"
-    return browser
 
 
 # --- one card per cause ---------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from baseline_traces import fp8_linear_trace
-from browser import Browser, Screenshot, missing
+from browser import Browser, Screenshot, opened
 from fresh_cli import run_fresh
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,25 +155,6 @@ def render(workdir):
         return values["out"]
 
     return get
-
-
-@pytest.fixture(scope="module")
-def browser():
-    why = missing()
-    if why and os.environ.get("KERNLINT_REQUIRE_BROWSER") == "1":
-        pytest.fail(why)   # CI: these must run (.ci/run installs the browser there: make browser)
-    if why:   # a developer machine without the browser (or root to install it): said once per module
-        pytest.skip(f"no browser for the HTML report tests: {why}")
-    b = Browser()
-    yield b
-    b.close()
-
-
-def opened(browser: Browser, path: Path) -> Browser:
-    """Open a report; any console error, CSP violation or uncaught exception fails the test."""
-    problems = browser.open(path)
-    assert not problems, f"{path.name}: {problems}"
-    return browser
 
 
 # --- the harness itself --------------------------------------------------------------------------------------

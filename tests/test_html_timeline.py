@@ -8,13 +8,12 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
 import time
 from pathlib import Path
 
 import pytest
 
-from browser import Browser, missing
+from browser import Browser, opened
 from fresh_cli import run_fresh
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,24 +73,6 @@ def report(workdir: Path, name: str, *args) -> Path:
 def clean(workdir) -> tuple[Path, Path]:
     trace = step_trace(workdir / "steps.pt.trace.json.gz")
     return trace, report(workdir, "clean", trace)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    why = missing()
-    if why and os.environ.get("KERNLINT_REQUIRE_BROWSER") == "1":
-        pytest.fail(why)
-    if why:
-        pytest.skip(f"no browser for the HTML report tests: {why}")
-    b = Browser()
-    yield b
-    b.close()
-
-
-def opened(browser: Browser, path: Path) -> Browser:
-    problems = browser.open(path)
-    assert not problems, f"{path.name}: {problems}"
-    return browser
 
 
 def view_range(b: Browser) -> tuple[float, float]:

@@ -150,10 +150,18 @@ def test_audit_replay_without_the_checkout_fixtures_says_where_to_get_them(tmp_p
     from kernlint.errors import ConfigError
 
     monkeypatch.setattr(checkout, "CHECKOUT_FIXTURES", tmp_path / "site-packages" / "fixtures")
+    monkeypatch.setattr(checkout, "FIXTURES_PACKAGE", "kernlint_fixtures_not_installed")
     with pytest.raises(ConfigError) as wheel:
         checkout.replay_fixtures(None)
-    assert "\n" not in str(wheel.value) and "clone kernlint's repository" in str(wheel.value)
+    assert "\n" not in str(wheel.value) and "pip install kernlint-fixtures" in str(wheel.value)
     assert "--fixtures PATH/TO/kernlint/fixtures" in str(wheel.value)
+    # The installed kernlint-fixtures package (a folder with cases/) is the default where no checkout is.
+    package = tmp_path / "site-packages" / "kernlint_fixtures_installed"
+    (package / "cases").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    monkeypatch.setattr(checkout, "FIXTURES_PACKAGE", package.name)
+    monkeypatch.syspath_prepend(str(package.parent))
+    assert checkout.fixtures_folder() == package and checkout.replay_fixtures(None) == package
     with pytest.raises(ConfigError) as elsewhere:   # --fixtures naming a folder without cases/
         checkout.replay_fixtures(tmp_path)
     assert str(elsewhere.value).startswith(str(tmp_path)) and "kernlint source checkout" in str(elsewhere.value)

@@ -176,27 +176,45 @@ def _shared_folder(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-@pytest.fixture(scope="session")
-def dist(tmp_path_factory) -> dict[str, Path]:
-    """The sdist and the wheel built from it (python -m build: the wheel is made from the unpacked sdist, so
-    package data missing from the sdist would be missing from the wheel too). Built once a session: the first
-    worker that needs it builds it under a lock, the others wait for it and take the same files."""
+def _built_once(tmp_path_factory, name: str, build) -> Path:
+    """The folder `name` of this session's shared temporary root, filled by `build(tmp_path_factory, folder)`
+    once a session: the first worker that needs it builds it under a lock, the others wait for it and take the
+    same files."""
     import fcntl
 
     shared = _shared_folder(tmp_path_factory)
-    out = shared / "kernlint-dist"
-    with open(shared / "kernlint-dist.lock", "w") as lock:
+    out = shared / name
+    with open(shared / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if not (out / "built").exists():
                 shutil.rmtree(out, ignore_errors=True)   # what a worker that failed half-way left
-                _build_dist(tmp_path_factory, out)
+                build(tmp_path_factory, out)
                 (out / "built").write_text("")
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+    return out
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory) -> dict[str, Path]:
+    """The sdist and the wheel built from it (python -m build: the wheel is made from the unpacked sdist, so
+    package data missing from the sdist would be missing from the wheel too). Built once a session."""
+    out = _built_once(tmp_path_factory, "kernlint-dist", _build_dist)
     wheels, sdists = list(out.glob("kernlint-*.whl")), list(out.glob("kernlint-*.tar.gz"))
     assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in out.iterdir())
     return {"wheel": wheels[0], "sdist": sdists[0]}
+
+
+@pytest.fixture(scope="session")
+def fixtures_wheel(tmp_path_factory) -> Path:
+    """The kernlint-fixtures wheel (scripts/build_fixtures_wheel.py: the cases, the traces and baselines they
+    name, the regressed workloads), built once a session."""
+    def build(_, out: Path) -> None:
+        _ok(_run([sys.executable, REPO / "scripts" / "build_fixtures_wheel.py", "--outdir", out], cwd=REPO))
+
+    (wheel,) = _built_once(tmp_path_factory, "kernlint-fixtures-dist", build).glob("kernlint_fixtures-*.whl")
+    return wheel
 
 
 def _build_dist(tmp_path_factory, out: Path) -> None:

@@ -33,13 +33,15 @@ _AUDIT_KEYS = frozenset({"baseline"})
 @main.command(cls=ConfiguredCommand, config_keys=_AUDIT_KEYS)
 @device_option
 @click.option("--include-regressed", is_flag=True,
-              help="Also run the regressed variants (fixtures/regressed) and show them caught.")
+              help="Also run the regressed variants (fixtures/regressed, or kernlint-fixtures's) and show them "
+                   "caught.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Keep the traces and run metadata here (default: a temporary folder, removed).")
 @click.option("--replay", is_flag=True,
               help="Instead of running workloads, check the recorded fixture traces (H200 ones included).")
 @click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Fixture folder (default: the source checkout's fixtures/).")
+              help="Fixture folder (default: the source checkout's fixtures/, else the installed "
+                   "kernlint-fixtures package's).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=_AUDIT_TIMEOUT_S,
               show_default=True, metavar="SECONDS",
               help="Each workload's limit (it runs in a process of its own; kernlint's start there is not "

@@ -31,8 +31,9 @@ def run(target, device, out_dir, warmup, nproc, timeout_s, repeat, **params):
     """Profile a workload (a built-in name, module:callable or file.py:callable), then check its trace.
 
     The callable takes the device ("cpu"/"cuda") and returns the step to profile, or is the step itself.
-    Built-in names include the regressed variants where the source checkout has them. The workload runs in a
-    process of its own; what it prints goes to stderr as it comes.
+    Built-in names include the regressed variants where kernlint's fixtures are (a source checkout's, or the
+    kernlint-fixtures package). The workload runs in a process of its own; what it prints goes to stderr as it
+    comes.
     """
     options = CheckOptions.from_params(params)
     debug = options.debug

@@ -2,14 +2,14 @@
 
 A workload builds, for a device, one *step*: a zero-argument callable that does the work once. Steps are
 scoped with `record_function` names so that every finding names the layer it came from. The regressed
-variants (fixtures/regressed/workloads.py in a source checkout, a plugin of the WORKLOADS registry imported
-by its path) are built by the same factories.
+variants (regressed/workloads.py of a source checkout's fixtures/ or of kernlint-fixtures, a plugin of the
+WORKLOADS registry imported by its path) are built by the same factories.
 """
 from __future__ import annotations
 
+from kernlint.checkout import CHECKOUT_FIXTURES
 from kernlint.workloads.base import (
                                      ANY_VERDICT,
-                                     CHECKOUT_FIXTURES,
                                      WORKLOADS,
                                      Step,
                                      Workload,

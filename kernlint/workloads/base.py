@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from kernlint.checkout import CHECKOUT_FIXTURES, import_path
+from kernlint.checkout import GET_FIXTURES, fixtures_folder, import_path
 from kernlint.device import Device
 from kernlint.errors import ConfigError
 from kernlint.registry import Registry
@@ -95,28 +95,32 @@ WORKLOADS: Registry[Workload] = Registry("workload", "kernlint.workloads", defau
                                          summary=lambda w: w.summary)
 
 # The regressed variants (`audit --include-regressed`, `kernlint run fp8-block-linear-new-ones`): a plugin of
-# the workloads registry in a source checkout's fixtures folder (the wheel ships no fixtures), a Python file
-# imported by its path that registers its workloads (regressed=True) on import.
+# the workloads registry in the fixtures folder (a source checkout's fixtures/, or the installed kernlint-fixtures
+# package: kernlint.checkout.fixtures_folder), a Python file imported by its path that registers its workloads
+# (regressed=True) on import.
 REGRESSED_PLUGIN = Path("regressed") / "workloads.py"
 
 
 def regressed_workloads(fixtures: Path | None = None) -> dict[str, Workload]:
-    """The regressed variants: the workloads that `fixtures`' (default: the checkout's) regressed/workloads.py
-    registers in WORKLOADS, loaded once."""
-    folder = Path(fixtures) if fixtures else CHECKOUT_FIXTURES
+    """The regressed variants: the workloads that `fixtures`' (default: fixtures_folder(), the checkout's or
+    kernlint-fixtures') regressed/workloads.py registers in WORKLOADS, loaded once."""
+    folder = Path(fixtures) if fixtures else fixtures_folder()
+    if folder is None:
+        raise ConfigError(None, f"the regressed workloads come with kernlint's fixtures: {GET_FIXTURES}")
     path = (folder / REGRESSED_PLUGIN).resolve()
     if not path.is_file():
         raise ConfigError(folder, f"no {REGRESSED_PLUGIN.as_posix()} here: the regressed workloads need a source "
-                                  "checkout (or --fixtures DIR)")
+                                  "checkout's fixtures/ or kernlint-fixtures (or --fixtures DIR)")
     names = WORKLOADS.load_plugin(str(path), origin=f"workload plugin 'regressed' ({path})",
                                   load=lambda: import_path(path, "kernlint_fixtures_regressed_workloads"))
     return {name: WORKLOADS.get(name) for name in names}
 
 
 def known_workloads(include_regressed: bool = True) -> dict[str, Workload]:
-    """Registered workloads, plus the regressed ones where a source checkout has them."""
-    if include_regressed and (CHECKOUT_FIXTURES / REGRESSED_PLUGIN).is_file():
-        regressed_workloads()
+    """Registered workloads, plus the regressed ones where the fixtures (a checkout's, kernlint-fixtures) are."""
+    folder = fixtures_folder() if include_regressed else None
+    if folder is not None and (folder / REGRESSED_PLUGIN).is_file():
+        regressed_workloads(folder)
     return {name: w for name, w in WORKLOADS.items() if include_regressed or not w.regressed}
 
 
