@@ -203,9 +203,9 @@ def _busy_before(starts: np.ndarray, ends: np.ndarray):
     return busy
 
 
-def time_breakdown(table: EventTable, index: ScopeIndex | None = None, top: int = TOP) -> TimeBreakdown | None:
-    """The trace's device time per step by breakdown category, idle and top costs; None without device events
-    (or none with a duration)."""
+def _timed_device_rows(table: EventTable, index: ScopeIndex | None):
+    """(the index, the device rows with a finite start and a positive duration, their starts and durations);
+    None without such rows."""
     if not table.has_device_events:
         return None
     if index is None:
@@ -214,9 +214,19 @@ def time_breakdown(table: EventTable, index: ScopeIndex | None = None, top: int 
     rows = index.rows_of(DEVICE_KINDS)
     ts, dur = cols["ts"][rows].astype(np.float64), cols["dur"][rows].astype(np.float64)
     good = np.isfinite(ts) & np.isfinite(dur) & (dur > 0)
-    rows, ts, dur = rows[good], ts[good], dur[good]
-    if not len(rows):
+    if not good.any():
         return None
+    return index, rows[good], ts[good], dur[good]
+
+
+def time_breakdown(table: EventTable, index: ScopeIndex | None = None, top: int = TOP) -> TimeBreakdown | None:
+    """The trace's device time per step by breakdown category, idle and top costs; None without device events
+    (or none with a duration)."""
+    timed = _timed_device_rows(table, index)
+    if timed is None:
+        return None
+    index, rows, ts, dur = timed
+    cols = table.columns
     end = ts + dur
     launched = cols["launch_ts"][rows].astype(np.float64)
     launched = np.where(np.isfinite(launched), launched, ts)
@@ -372,17 +382,11 @@ def device_steps(table: EventTable, index: ScopeIndex | None = None
     """The steps as the breakdown counts them, for those who draw one (kernlint.report.step_view): the device
     rows with a duration, the step of each (-1: outside every step), the number of steps and the basis.
     (None, None, 0, "") without device events."""
-    if not table.has_device_events:
+    timed = _timed_device_rows(table, index)
+    if timed is None:
         return None, None, 0, ""
-    if index is None:
-        index = ScopeIndex.of(table)
+    index, rows, ts, dur = timed
     cols = table.columns
-    rows = index.rows_of(DEVICE_KINDS)
-    ts, dur = cols["ts"][rows].astype(np.float64), cols["dur"][rows].astype(np.float64)
-    good = np.isfinite(ts) & np.isfinite(dur) & (dur > 0)
-    rows, ts, dur = rows[good], ts[good], dur[good]
-    if not len(rows):
-        return None, None, 0, ""
     launched = cols["launch_ts"][rows].astype(np.float64)
     launched = np.where(np.isfinite(launched), launched, ts)
     step, n_steps, basis = _step_of_rows(index, rows, ts, dur, launched)[:3]
