@@ -317,3 +317,20 @@ def test_embedding_is_automatic_under_the_limit_only(tmp_path):
     assert not tight.data and "--embed-trace always" in tight.why_not
     assert embed_traces([str(small)], "always", limit=100)[str(small)].data
     assert not embed_traces([str(small)], "never")[str(small)].data
+
+
+def test_a_trace_perfetto_cannot_open_gets_no_button_and_says_so(tmp_path):
+    """An Nsight Systems SQLite export (kernlint.trace.sources' nsys): never embedded, no "pick the file" advice
+    (Perfetto does not open it), for the file and for one process's part of it alike."""
+    from kernlint.report.perfetto import embed_traces
+
+    export = str(REPO / "fixtures" / "nsys" / "mfu_2gpu_before.sqlite.gz")
+    for path in (export, export + "#pid-144"):
+        item = embed_traces([path], "always")[path]
+        assert not item.data and not item.opens_in_perfetto and "Perfetto does not open this nsys trace" in \
+            item.why_not, item
+    out = tmp_path / "nsys.html"
+    proc = run_fresh(["check", export, "--select", "KL401", "--format", "html", "-o", str(out)], cwd=tmp_path)
+    assert proc.returncode in (0, 1) and out.is_file(), proc.stderr[-2000:]
+    page = out.read_text()
+    assert "Perfetto does not open this nsys trace" in page and "kl-perfetto-manual" not in page

@@ -101,7 +101,7 @@ def test_an_inline_comment_on_the_source_line_suppresses_with_its_reason(tmp_pat
     lines[16] = "    def _placeholder_scale(self, x):  # kernlint: ignore[KL001] kept until the fused kernel lands"
     source.write_text("\n".join(lines) + "\n")
     data = _json(tmp_path, NEW_ONES)
-    assert data["findings"] == [] and data["suppressed"]["by"] == {"inline": 1}
+    assert data["findings"] == [] and data["suppressed"]["by"] == {"inline": 1} and data["unused_ignores"] == []
     assert data["suppressed"]["findings"][0]["reason"] == "kept until the fused kernel lands"
     sarif = tmp_path / "out.sarif"
     _check(tmp_path, NEW_ONES, "--format", "sarif", "-o", sarif)
@@ -323,6 +323,11 @@ def test_cli_reports_unused_ignores_by_file_and_line_and_fixes_them(tmp_path, mo
     report = kernlint.check(NEW_ONES)
     assert [u.one_line() for u in report.unused_ignores] == [line.split("warning: ")[1]
                                                              for line in proc.stderr.splitlines()[:3]]
+    # ... and the JSON report, for scripts (the same three, whatever the flag)
+    assert [(u["file"], u["line"], u["directive"]) for u in _json(tmp_path, NEW_ONES)["unused_ignores"]] == [
+        ("regressed/fp8_linear_new_ones.py", 1, "ignore-file[KL002]"),
+        ("regressed/fp8_linear_new_ones.py", 5, "ignore[KL001]"),
+        ("regressed/fp8_linear_new_ones.py", 18, "ignore[KL005]")]
     before = source.read_text().splitlines()
     fixed = _check(tmp_path, NEW_ONES, "--fix-unused-ignores")
     assert fixed.returncode == 0 and "removed unused ignore comments from 1 file(s)" in fixed.stderr
@@ -333,7 +338,7 @@ def test_cli_reports_unused_ignores_by_file_and_line_and_fixes_them(tmp_path, mo
     again = _check(tmp_path, NEW_ONES, "--report-unused-ignores")
     assert again.returncode == 0 and again.stderr.splitlines()[0].startswith("kernlint: 0 unused ignore")
     data = _json(tmp_path, NEW_ONES)
-    assert data["findings"] == [] and data["suppressed"]["by"] == {"inline": 1}
+    assert data["findings"] == [] and data["suppressed"]["by"] == {"inline": 1} and data["unused_ignores"] == []
 
 
 def test_fix_removes_a_comment_line_of_its_own_and_keeps_line_endings(tmp_path):

@@ -180,6 +180,10 @@ def to_dict(result: CheckResult) -> dict:
         "ignored_files": result.ignored_files,
         "notes": list(result.notes),
         "suppressed": _suppressed(result),
+        # Inline ignore comments that suppressed nothing, in the source files the check read (a field added with
+        # --report-unused-ignores' data: always present, empty when none or when no source file was read).
+        "unused_ignores": [{"file": u.file, "line": u.line, "form": u.form, "ids": list(u.ids) if u.ids else None,
+                            "directive": u.directive} for u in getattr(result, "unused_ignores", None) or []],
         "traces": [
             {"path": rep.trace, "subject": rep.subject, "events": rep.events,
              "has_device_events": rep.has_device_events, "has_stacks": rep.has_stacks, "rank": rep.rank,

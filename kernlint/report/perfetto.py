@@ -32,6 +32,7 @@ class Embedded:
     data: str = ""          # base64 of the gzipped trace; "" when not embedded
     size: int = 0           # bytes of the gzip embedded, or of the file on disk when not
     why_not: str = ""       # why it is not embedded, in words
+    opens_in_perfetto: bool = True   # a kineto trace; another source's file (an nsys SQLite export) does not
 
 
 def _is_json_trace(path: str) -> tuple[bool, bool]:
@@ -56,6 +57,16 @@ def _gzip_bytes(path: str, gzipped: bool) -> bytes:
     return b"".join(parts) + packer.flush()
 
 
+def _source_name(path: str) -> str:
+    """The trace source that reads `path` (kernlint.trace.sources); a part of a multi-process file by its file."""
+    from kernlint.trace.sources import source_of, split_entry
+
+    try:
+        return source_of(split_entry(path)[0]).name
+    except OSError:
+        return "kineto"
+
+
 def embed_traces(paths: list[str], mode: str = "auto", limit: int = AUTO_LIMIT) -> dict[str, Embedded]:
     """Each path's Embedded, in the order given; the budget of "auto" goes to the first traces."""
     out: dict[str, Embedded] = {}
@@ -63,6 +74,11 @@ def embed_traces(paths: list[str], mode: str = "auto", limit: int = AUTO_LIMIT) 
     for path in paths:
         name = os.path.basename(path)
         item = out[path] = Embedded(path, name)
+        source = _source_name(path)
+        if source != "kineto":   # Perfetto reads Chrome-trace JSON (and its own formats), not an nsys export
+            item.opens_in_perfetto = False
+            item.why_not = f"Perfetto does not open this {source} trace; open it in the tool that recorded it"
+            continue
         if mode == "never":
             item.why_not = "--embed-trace never"
             continue
