@@ -49,6 +49,7 @@ from kernlint.errors import RuleFileError
 from kernlint.pipeline import BaselineInput, CheckRequest, Inputs, SourceHandling, run_check
 from kernlint.rules.result import RuleOutcome, merge_outcomes
 from kernlint.rules.schema import Rule
+from kernlint.rules.sources import file_and_line
 from kernlint.trace.load import find_trace_files, load_trace
 from kernlint.trace.table import EventTable
 
@@ -247,8 +248,9 @@ def _recorded_sources(finding) -> list[str]:
     `source` pattern names: the case holds wherever it is replayed."""
     sources = [finding.source or ""]
     details = finding.details if isinstance(finding.details, dict) else {}
-    if details.get("def_line") is not None and finding.source:
-        sources.append(f"{finding.source.rpartition(':')[0]}:{details['def_line']}")
+    located = file_and_line(finding.source)
+    if details.get("def_line") is not None and located is not None:
+        sources.append(f"{located[0]}:{details['def_line']}")
     return sources
 
 

@@ -264,8 +264,7 @@ def check_and_pair(files: Sequence[Path], rules: Sequence, limit: int, captures:
         return run(pairing.checked, captures=pairing.captures, outside_captures=pairing.outside_captures), pairing
     checked = run(files, graph_roles=True)
     # Only a source that pairs captures (kineto) takes part: another's role counts as no graph at all.
-    pairing = pair_roles(files, [c.graph_role if pairs_captures(p) else GraphRole(Path(p), False, False, None,
-                                                                                    frozenset())
+    pairing = pair_roles(files, [c.graph_role if pairs_captures(p) else GraphRole.none(p)
                                  for p, c in zip(files, checked)])
     again = [p for p in pairing.checked if str(p) in pairing.captures or str(p) in pairing.outside_captures]
     if again:

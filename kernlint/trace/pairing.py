@@ -69,6 +69,11 @@ class GraphRole:
     # ran it.
     replayed: tuple[tuple[tuple[tuple[str, str, str], ...], int], ...] = ()
 
+    @classmethod
+    def none(cls, path: Path, rank: int | None = None) -> GraphRole:
+        """The role of a trace that neither captures nor replays a graph (or whose source pairs no captures)."""
+        return cls(Path(path), False, False, rank, frozenset())
+
     @property
     def replay_count(self) -> int:
         return sum(n for _, n in self.replayed)
@@ -95,7 +100,7 @@ def graph_role(path: Path, max_bytes: int) -> GraphRole:
     launches ran (no event table)."""
     data = read_trace_bytes(path, max_bytes)
     if b"Capture" not in data and b"GraphLaunch" not in data:   # most traces: no decoding at all
-        return GraphRole(path, False, False, None, frozenset())
+        return GraphRole.none(path)
     raw = decode_trace(data, path)
     del data
     captures = replays = False
@@ -155,7 +160,7 @@ def role_of_table(table, path: Path | None = None) -> GraphRole:
     columns = table.columns
     path = Path(path if path is not None else table.meta.path)
     if not len(columns):
-        return GraphRole(path, False, False, table.meta.rank, frozenset())
+        return GraphRole.none(path, table.meta.rank)
     codes, values = columns.coded("name")
     runtime = columns["kind"] == "runtime"
     begin = np.fromiter((bool(names.GRAPH_CAPTURE_BEGIN.match(v)) if isinstance(v, str) else False
@@ -165,7 +170,7 @@ def role_of_table(table, path: Path | None = None) -> GraphRole:
     captures = bool((begin[codes] & runtime).any())
     replays = bool((graph[codes] & runtime).any())
     if not captures and not replays:   # most traces
-        return GraphRole(path, False, False, table.meta.rank, frozenset())
+        return GraphRole.none(path, table.meta.rank)
     end = np.fromiter((isinstance(v, str) and bool(names.GRAPH_CAPTURE_END.match(v)) for v in values), dtype=bool,
                       count=len(values))
     launch = np.fromiter((isinstance(v, str) and _is_launch(v) for v in values), dtype=bool, count=len(values))
