@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from kernlint.baseline import Baseline, ProgramProfile, Thresholds, profile_program
 from kernlint.baseline.environment import environment_of
-from kernlint.capture.child import AUDIT_TIMEOUT_S, run_in_child
+from kernlint.capture.child import AUDIT_TIMEOUT_S, ChildCancelled, run_in_child
 from kernlint.capture.distributed import RankLaunch, launch, start_ranks
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.device import Device
@@ -37,6 +39,10 @@ from kernlint.workloads import ANY_VERDICT, WORKLOADS, Workload, regressed_workl
 # on GPUs, holds a CUDA context and a copy of the weights): at least one workload's ranks, more where
 # the machine has the cores for it.
 MAX_RANK_PROCESSES = max(2, (os.cpu_count() or 2) // 4)
+# Workload processes running at once without a baseline, the rank processes above counted in: each child pays
+# torch's import and the device's start again, mostly waiting, so they overlap; one single-process workload
+# always runs, whatever the ranks take.
+MAX_WORKLOAD_PROCESSES = max(2, (os.cpu_count() or 2) // 2)
 
 
 @dataclass
@@ -151,16 +157,18 @@ class WorkloadProcess:
 
 
 def capture_workload(workload: Workload, device: str, folder: Path, *, steps: int = 1,
-                     process: WorkloadProcess = WorkloadProcess()) -> tuple[list[Path], int]:
+                     process: WorkloadProcess = WorkloadProcess(), cancel: threading.Event | None = None
+                     ) -> tuple[list[Path], int]:
     """Profile one workload (`steps` profiled runs after a warm-up) in processes of its own; its traces, one a
-    rank, and its ranks. A workload that exits, dies or runs past the limit is a WorkloadError."""
+    rank, and its ranks. A workload that exits, dies or runs past the limit is a WorkloadError. `cancel` (a
+    single-process workload): set from another thread, it stops the workload's process (ChildCancelled)."""
     if workload.distributed:
         nproc = audit_ranks(device)
         return launch(workload.process_target, nproc, device, folder, workload.name, steps=steps,
                       timeout_s=process.timeout_s, fixtures=process.fixtures), nproc
     capture = run_in_child(workload.process_target, device, folder, workload.name, label=workload.name,
                            steps=steps, timeout_s=process.timeout_s, fixtures=process.fixtures,
-                           on_output=process.on_output)
+                           on_output=process.on_output, cancel=cancel)
     return [capture.trace], 1
 
 
@@ -229,10 +237,16 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
     with a baseline, compare every workload's programs with it too. Traces go to out_dir, or to a temporary
     folder that is removed afterwards.
 
-    The ranks of the distributed workloads start first and run while this process profiles the others:
-    their start (a torch import per rank, CUDA and NCCL set-up) overlaps this process's work instead of
-    following it. Each workload is still profiled on its own and checked on its own traces. With a baseline
-    (timings compared) nothing overlaps: the distributed workloads run after the others, one at a time."""
+    Without a baseline the workloads' processes overlap (the audit checks launch sequences, not timings): the
+    ranks of the distributed workloads start first (up to MAX_RANK_PROCESSES), and up to MAX_WORKLOAD_PROCESSES
+    single-process workloads' children (the ranks running counted in; always at least one) run side by side,
+    each waited for by a thread of its own, so their starts (a torch import each, CUDA set-up) overlap instead
+    of adding up. Each is still its own process, under its own time limit, with a fresh profiler, and is checked
+    on its own traces; the checks and `on_step` run in this (the calling) thread as captures complete, and the
+    verdicts come in workload order, as a sequential run's. When one fails (or a check of one fails), the others
+    are stopped and the error of the failing workload with the lowest index is raised; Ctrl-C or SIGTERM stops
+    them all too: no workload process outlives the audit. With a baseline (timings compared, KL804) nothing
+    overlaps: each workload runs alone, in order, the distributed ones after the others."""
     start = time.perf_counter()
     workloads = list(workloads)
     verdicts: dict[int, WorkloadVerdict] = {}
@@ -260,32 +274,33 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                                           steps=steps, timeout_s=process.timeout_s, fixtures=process.fixtures),
                               nproc, time.perf_counter())
 
+        def check(i: int, traces: list[Path], ranks: int, t0: float) -> None:
+            verdicts[i], tables_of[i] = _checked(workloads[i], device, traces, ranks, rules, on_step, keep_tables,
+                                                 sources)
+            verdicts[i].seconds = time.perf_counter() - t0
+
         # SIGTERM / SIGHUP anywhere in here, not only while a child is waited for, stop the ranks started too
         with termination_raised():
             try:
+                singles = [i for i, w in enumerate(workloads) if not w.distributed]
                 if overlap:
                     start_queued()
-                for i, workload in enumerate(workloads):
-                    if workload.distributed:
-                        continue
-                    t0 = time.perf_counter()
-                    if on_step:
-                        on_step("capture", workload)
-                    traces, ranks = capture_workload(workload, device, folder, steps=steps, process=process)
-                    verdicts[i], tables_of[i] = _checked(workload, device, traces, ranks, rules, on_step, keep_tables,
-                                                                  sources)
-                    verdicts[i].seconds = time.perf_counter() - t0
-                    if overlap:
-                        start_queued()
+                    _side_by_side(singles, workloads, device, folder, steps, process, on_step, check, start_queued,
+                                  running)
+                else:   # timings compared: one at a time, in this thread
+                    for i in singles:
+                        t0 = time.perf_counter()
+                        if on_step:
+                            on_step("capture", workloads[i])
+                        traces, ranks = capture_workload(workloads[i], device, folder, steps=steps, process=process)
+                        check(i, traces, ranks, t0)
                 start_queued()
                 while running:
                     i = min(running)
                     launch_, nproc, t0 = running.pop(i)
                     traces = launch_.wait()
                     start_queued()
-                    verdicts[i], tables_of[i] = _checked(workloads[i], device, traces, nproc, rules, on_step,
-                                                         keep_tables, sources)
-                    verdicts[i].seconds = time.perf_counter() - t0   # from the ranks' start, overlapping others
+                    check(i, traces, nproc, t0)   # its time from the ranks' start, overlapping others
             finally:
                 for launch_, _, _ in running.values():  # an error or an interrupt: no rank is left running
                     launch_.stop()
@@ -308,6 +323,85 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
     return AuditRun(device=device, metadata=metadata, verdicts=ordered,
                     out_dir=Path(out_dir) if out_dir else None, seconds=time.perf_counter() - start,
                     baseline_report=baseline_report, rules=list(rules), not_run=list(not_run))
+
+
+def _side_by_side(singles: list[int], workloads: list[Workload], device: str, folder: Path, steps: int,
+                  process: WorkloadProcess, on_step: Callable[[str, Workload], None] | None,
+                  check: Callable[[int, list[Path], int, float], None], start_queued: Callable[[], None],
+                  running: dict[int, tuple[RankLaunch, int, float]]) -> None:
+    """Capture the single-process workloads `singles` (indexes into `workloads`), several at once: each child
+    waited for by a thread of its own, at most MAX_WORKLOAD_PROCESSES processes with the ranks running (always
+    one). Each capture is checked here, in the calling thread, as it completes (`check(i, traces, ranks, t0)`),
+    and so is each launch of ranks in `running` that has finished meanwhile (its processes make room: queued
+    ranks are started, `start_queued`). A failure stops the others and raises the error of the failing workload
+    with the lowest index; an error here, Ctrl-C or SIGTERM stops them too.
+    Signals reach only the main thread: the threads are stopped through `cancel`, and joined before this
+    returns or raises, so no child and no thread is left behind."""
+    pending = list(singles)
+    cancel = threading.Event()
+    done: queue.Queue[tuple[int, tuple[list[Path], int] | None, BaseException | None]] = queue.Queue()
+    live: dict[int, tuple[threading.Thread, float]] = {}
+    failures: dict[int, BaseException] = {}
+
+    def capture(i: int) -> None:
+        try:
+            done.put((i, capture_workload(workloads[i], device, folder, steps=steps, process=process,
+                                          cancel=cancel), None))
+        except BaseException as exc:   # handed to the main thread, which raises it
+            done.put((i, None, exc))
+
+    def finished(launch_: RankLaunch) -> bool:
+        # a stand-in launch without finished() (a test's) counts as running until it is waited for
+        return bool(getattr(launch_, "finished", lambda: False)())
+
+    try:
+        while pending or live:
+            for i in sorted(running):   # ranks that ended: checked now, their room for more
+                if finished(running[i][0]):
+                    launch_, nproc, t0 = running.pop(i)
+                    try:
+                        traces = launch_.wait()
+                        start_queued()
+                        check(i, traces, nproc, t0)
+                    except Exception as exc:
+                        failures[i] = exc
+                        break
+            if failures:
+                break
+            rank_processes = sum(n for launch_, n, _ in running.values() if not finished(launch_))
+            while pending and (not live or len(live) + rank_processes < MAX_WORKLOAD_PROCESSES):
+                i = pending.pop(0)
+                if on_step:
+                    on_step("capture", workloads[i])
+                thread = threading.Thread(target=capture, args=(i,), name=f"kernlint-audit-{workloads[i].name}",
+                                          daemon=True)
+                live[i] = (thread, time.perf_counter())
+                thread.start()
+            try:   # a short wait: SIGTERM's handler and Ctrl-C run in between
+                i, captured, exc = done.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            thread, t0 = live.pop(i)
+            thread.join()
+            if exc is not None:
+                failures[i] = exc
+                break
+            try:
+                check(i, *captured, t0)
+            except Exception as exc:   # ordered with the captures' failures, by workload
+                failures[i] = exc
+                break
+            start_queued()
+    finally:
+        cancel.set()
+        for thread, _ in live.values():
+            thread.join()
+        while not done.empty():
+            i, _, exc = done.get_nowait()
+            if exc is not None and not isinstance(exc, ChildCancelled):
+                failures[i] = exc
+    if failures:
+        raise failures[min(failures)]
 
 
 def _checked(workload: Workload, device: str, traces: list[Path], ranks: int, rules: list[Rule],

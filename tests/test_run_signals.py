@@ -238,7 +238,9 @@ def test_a_signal_to_the_audit_stops_the_ranks_it_started_beside_other_workloads
         found = []
         for p in _descendants(proc.pid):
             try:
-                if "kernlint.rank_worker" in " ".join(p.cmdline()):
+                cmd = " ".join(p.cmdline())
+                # a rank, not a single-process workload's child (the same module, side by side with them)
+                if "kernlint.rank_worker" in cmd and "--kl-single" not in cmd:
                     found.append(p)
             except psutil.NoSuchProcess:
                 pass

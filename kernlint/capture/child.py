@@ -62,6 +62,12 @@ class ChildCapture:
     profiler_log: tuple[str, ...]
 
 
+class ChildCancelled(Exception):
+    """The run was cancelled through its `cancel` event (the audit stops the workloads running beside one that
+    failed, or that it was interrupted in): the child was stopped. Control flow between the audit's threads, never
+    shown to the user."""
+
+
 def _error(payload: object) -> KernlintError:
     """The child's kernlint error, of the same type (and so the same exit code) as in this process."""
     try:
@@ -81,12 +87,14 @@ def run_name_of(target: str) -> str:
 
 def run_in_child(target: str, device: str, out_dir: Path, run_name: str, *, label: str, warmup: int = 1,
                  steps: int = 1, timeout_s: float | None = None, debug: bool = False,
-                 fixtures: Path | None = None, on_output: Callable[[str], None] = lambda line: None
-                 ) -> ChildCapture:
+                 fixtures: Path | None = None, on_output: Callable[[str], None] = lambda line: None,
+                 cancel: threading.Event | None = None) -> ChildCapture:
     """Profile `target` (a built-in name, module:callable or file.py:callable) on `device` (cpu, cuda or auto:
     the child decides) in a child process. Raises the
     child's own KernlintError, or WorkloadError when it exits without a trace, dies, or runs past
-    `timeout_s` (then it is stopped). `fixtures`: a folder whose regressed/workloads.py names more workloads."""
+    `timeout_s` (then it is stopped). `fixtures`: a folder whose regressed/workloads.py names more workloads.
+    `cancel`: set from another thread (the one that can see Ctrl-C and SIGTERM, which reach only the main
+    thread), it stops the child and its process group and raises ChildCancelled."""
     try:
         fd, result_name = tempfile.mkstemp(prefix="kernlint-child-", suffix=".jsonl")
     except OSError as exc:
@@ -100,7 +108,7 @@ def run_in_child(target: str, device: str, out_dir: Path, run_name: str, *, labe
     cmd += (["--kl-debug"] if debug else []) + (["--kl-fixtures", str(fixtures)] if fixtures else [])
     try:
         with termination_raised():   # SIGTERM / SIGHUP: the workload is stopped on the way out, as after Ctrl-C
-            code, wall = _run(cmd, result_file, label, timeout_s, on_output)
+            code, wall = _run(cmd, result_file, label, timeout_s, on_output, cancel)
         result = _read_result(result_file)
     finally:
         with contextlib.suppress(OSError):
@@ -120,10 +128,11 @@ def run_in_child(target: str, device: str, out_dir: Path, run_name: str, *, labe
 
 
 def _run(cmd: list[str], result_file: Path, label: str, timeout_s: float | None,
-         on_output: Callable[[str], None]) -> tuple[int, float]:
+         on_output: Callable[[str], None], cancel: threading.Event | None = None) -> tuple[int, float]:
     """Run the child to its end (its exit code and wall time), its output passed on as it comes. Whatever
-    way it ends (exit, --timeout, Ctrl-C, SIGTERM), its process group is killed before it is reaped, so
-    nothing the workload started outlives it."""
+    way it ends (exit, --timeout, Ctrl-C, SIGTERM, `cancel` set), its process group is killed before it is
+    reaped, so nothing the workload started outlives it."""
+    _check_cancel(cancel)
     start = time.perf_counter()
     # A session of its own: its process group is the workload's and its children's, to end as one.
     child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -131,8 +140,8 @@ def _run(cmd: list[str], result_file: Path, label: str, timeout_s: float | None,
     reader = threading.Thread(target=_pass_on, args=(child.stdout, on_output), daemon=True)
     reader.start()
     try:
-        _wait_until_ready(child, result_file, label)
-        if not _ended(child, timeout_s):
+        _wait_until_ready(child, result_file, label, cancel)
+        if not _ended(child, timeout_s, cancel):
             _stop(child)
             raise WorkloadError(None, f"{label}: the workload did not finish within {timeout_s:g} s (--timeout); "
                                       "it was stopped and nothing was checked")
@@ -195,11 +204,17 @@ def _read_result(result_file: Path) -> dict:
     return result
 
 
-def _ended(child: subprocess.Popen, timeout_s: float | None) -> bool:
+def _check_cancel(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise ChildCancelled("cancelled")
+
+
+def _ended(child: subprocess.Popen, timeout_s: float | None, cancel: threading.Event | None = None) -> bool:
     """Wait until the child has exited (True) or `timeout_s` has passed (False), without reaping it: its
-    process group id stays its own until _kill_group has run."""
+    process group id stays its own until _kill_group has run. ChildCancelled once `cancel` is set."""
     deadline = None if timeout_s is None else time.perf_counter() + timeout_s
     while not _exited(child):
+        _check_cancel(cancel)
         if deadline is not None and time.perf_counter() > deadline:
             return False
         time.sleep(_POLL_S)
@@ -215,10 +230,12 @@ def _exited(child: subprocess.Popen) -> bool:
         return True
 
 
-def _wait_until_ready(child: subprocess.Popen, result_file: Path, label: str) -> None:
+def _wait_until_ready(child: subprocess.Popen, result_file: Path, label: str,
+                      cancel: threading.Event | None = None) -> None:
     """Until the child has imported kernlint and torch (its first result line), or has ended."""
     deadline = time.perf_counter() + START_LIMIT_S
     while not _ready(result_file):
+        _check_cancel(cancel)
         if _exited(child):
             return
         if time.perf_counter() > deadline:

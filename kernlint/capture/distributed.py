@@ -92,6 +92,12 @@ class RankLaunch:
             raise WorkloadError(self.run_dir, f"expected {self.nproc} new traces, found {len(traces)}")
         return traces
 
+    def finished(self) -> bool:
+        """Every rank has exited, or one has failed: wait() then returns at once (after a failure, within the
+        grace the others get), without waiting for a rank's work."""
+        codes = [p.poll() for p in self._procs]
+        return all(code is not None for code in codes) or any(code not in (None, 0) for code in codes)
+
     def _wait_all(self) -> tuple[int, int] | None:
         """Poll until every rank has exited (None) or one failed ((rank, exit code))."""
         while True:

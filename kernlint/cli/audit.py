@@ -1,6 +1,7 @@
 """`kernlint audit`: the built-in workloads profiled and checked, or the recorded rule cases replayed."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import click
@@ -100,12 +101,19 @@ def audit(device, include_regressed, out_dir, replay, fixtures, timeout_s, repea
         def on_step(stage: str, workload) -> None:
             progress.update(task, description=f"{stage} {workload.name} on {dev}")
 
+        # Workloads run side by side: their output comes from a reader thread each; one line at a time, whole.
+        echo_lock = threading.Lock()
+
+        def on_output(line: str) -> None:
+            with echo_lock:
+                click.echo(line, err=True)
+
         result = run_audit(workloads, rules, dev, out_dir, on_step=on_step, steps=repeat,
                            baseline=read_baseline(baseline) if baseline else None,
                            baseline_path=str(baseline or ""), limits=settings.thresholds,
                            strict_env=strict_env, strict_timing=strict_timing, keep_tables=html_path is not None,
                            not_run=not_run,
-                           process=WorkloadProcess(timeout_s, fixtures, lambda line: click.echo(line, err=True)),
+                           process=WorkloadProcess(timeout_s, fixtures, on_output),
                            sources=settings.sources)
     if render_html is not None:
         write_atomically(html_path, render_html(result))
