@@ -222,6 +222,29 @@ class GemmPlan:
                     partial_ptr, self.arrivals_ptr or out_ptr, self.m, self.n, self.k, *self.strides)
 
 
+# True: decode sizes take the stream-K swap-AB kernel (_triton_decode_gemm) instead of the split-K one above.
+# Off: its first version was correct on the H200 but 1.3-1.6x slower than split-K (Triton did not pipeline
+# its loop); the register-prefetch version now in that module has not run on a GPU yet (issue 42, blocked).
+USE_DECODE_GEMM = False
+DECODE_MAX_M = 64
+
+
+def make_plan(m: int, n: int, k: int, strides: tuple, has_bias: bool, device: torch.device,
+              config: GemmConfig | None = None, decode: tuple | None = None):
+    """The plan of one GEMM: the stream-K decode kernel at M <= DECODE_MAX_M (or where ``decode`` names its
+    configuration), else the tiled kernel (``config`` overrides :func:`gemm_config`)."""
+    from kernlint.reference import _triton_decode_gemm as dg
+
+    if decode is None and config is None and USE_DECODE_GEMM and m <= DECODE_MAX_M:
+        decode = dg.decode_config(m, n, k, device.index)
+    if decode is not None:
+        flags = take_arrival_counters(device, dg.DecodeGemmPlan.flags_needed(decode, m, n, k, device.index))
+        if flags is not None:
+            return dg.DecodeGemmPlan(m, n, k, strides, has_bias, decode, device, flags)
+        config = unsplit(gemm_config(m, n, k, device.index))   # first seen inside a capture: no flags to take
+    return GemmPlan(m, n, k, strides, has_bias, config or gemm_config(m, n, k, device.index), device)
+
+
 _PLANS: dict[tuple, GemmPlan] = {}
 
 
@@ -231,10 +254,11 @@ def _aligned(t: torch.Tensor) -> bool:
 
 def block_scaled_mm_triton(a_q: torch.Tensor, a_s: torch.Tensor, w_q: torch.Tensor, w_s: torch.Tensor,
                            out_dtype: torch.dtype, bias: torch.Tensor | None = None,
-                           config: GemmConfig | None = None) -> torch.Tensor:
+                           config: GemmConfig | None = None, decode: tuple | None = None) -> torch.Tensor:
     """``a_q [M, K]`` (1x128 scales ``a_s``, any strides) times ``w_q [N, K]`` (128x128 scales ``w_s``).
 
-    ``config`` = (BLOCK_M, BLOCK_N, num_warps, num_stages, SPLIT_K) overrides :func:`gemm_config`
+    ``config`` = (BLOCK_M, BLOCK_N, num_warps, num_stages, SPLIT_K) takes the tiled kernel with that
+    configuration, ``decode`` = (BLOCK_M, BLOCK_N, num_warps, num_stages, programs per SM) the stream-K one
     (benchmarks).
     """
     if a_q.stride(1) != 1:
@@ -246,16 +270,14 @@ def block_scaled_mm_triton(a_q: torch.Tensor, a_s: torch.Tensor, w_q: torch.Tens
     device_index = a_q.get_device()
     key = (m, n, k, a_q.stride(0), a_s.stride(), w_q.stride(0), w_s.stride(), a_q.dtype, w_q.dtype, out_dtype,
            None if bias is None else bias.dtype, device_index, _aligned(a_q), _aligned(a_s), _aligned(w_q),
-           _aligned(w_s), bias is None or _aligned(bias), config)
+           _aligned(w_s), bias is None or _aligned(bias), config, decode)
     plan = _PLANS.get(key)
     out = torch.empty((m, n), dtype=out_dtype, device=a_q.device)
     if m == 0 or n == 0:
         return out
     if plan is None:
-        if config is None:
-            config = gemm_config(m, n, k, device_index)
         strides = (a_q.stride(0), a_s.stride(0), a_s.stride(1), w_q.stride(0), w_s.stride(0), w_s.stride(1), n)
-        plan = GemmPlan(m, n, k, strides, bias is not None, config, a_q.device)
+        plan = make_plan(m, n, k, strides, bias is not None, a_q.device, config, decode)
         _PLANS[key] = plan
     partial = (torch.empty(plan.partial_numel, dtype=torch.float32, device=a_q.device) if plan.partial_numel
                else None)
@@ -292,8 +314,7 @@ class LinearPlan:
         self.w_dtype = w_q.dtype
         self.bias_dtype = None if bias is None else bias.dtype
         strides = (self.k, 1, self.m, w_q.stride(0), w_s.stride(0), w_s.stride(1), self.n)
-        self.gemm = GemmPlan(self.m, self.n, self.k, strides, bias is not None,
-                             gemm_config(self.m, self.n, self.k, self.device_index), x.device)
+        self.gemm = make_plan(self.m, self.n, self.k, strides, bias is not None, x.device)
         self.partial_offset = -(-s_end // 16) * 16
         self.ws_numel = self.partial_offset + 4 * self.gemm.partial_numel
 
