@@ -4,7 +4,8 @@ EXPERIMENTAL, off (``_triton_gemm.USE_DECODE_GEMM``): issue 42's design, not yet
 version (Triton's pipeliner over the flat loop) was correct on the H200 (0 mismatches over 7 shapes x 5 M x
 8 configs, graph replay equal) but 2.2-4.3x the read-only kernel's time, slower than split-K; the stages did
 not matter, so the loop with its epilogue inside was not pipelined. This version loads two units ahead in
-registers instead and has never run.
+registers instead: correct on the H200 too, and slower still (M = 16, cold: 2.9-3.7x read-only;
+bench/results/issue42-h200.txt).
 
 ``out[M, N] = (A * scale_a) @ (W * scale_w).T (+ bias)``, as ``fp8_block_scaled_gemm_kernel``; the two give
 the same result within the documented tolerance (they sum the K blocks in different groupings).

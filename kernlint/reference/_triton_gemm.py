@@ -224,7 +224,8 @@ class GemmPlan:
 
 # True: decode sizes take the stream-K swap-AB kernel (_triton_decode_gemm) instead of the split-K one above.
 # Off: its first version was correct on the H200 but 1.3-1.6x slower than split-K (Triton did not pipeline
-# its loop); the register-prefetch version now in that module has not run on a GPU yet (issue 42, blocked).
+# its loop); the register-prefetch version now in that module is correct there too but slower still (M = 16,
+# cold: 2.9-3.7x the read-only kernel, split-K 1.2-2.0x): bench/results/issue42-h200.txt.
 USE_DECODE_GEMM = False
 DECODE_MAX_M = 64
 
