@@ -31,13 +31,12 @@ the waits cannot deadlock.
 """
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from kernlint.reference._launch import FastKernel, gdc_wait, pdl_enabled
+from kernlint.reference._triton_gemm import _sm_count
 
 
 @triton.jit
@@ -155,11 +154,6 @@ def fp8_decode_gemm_kernel(
                  acc.to(out_ptr.dtype.element_ty), mask=m_ok[None, :] & (offs_n < N)[:, None])
 
 
-@functools.cache
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 # (BLOCK_M, BLOCK_N, num_warps, num_stages, programs per SM)
 DecodeConfig = tuple[int, int, int, int, int]
 
@@ -184,7 +178,7 @@ class DecodeGemmPlan:
     running the same plan at once would share its flags)."""
 
     __slots__ = ("m", "n", "k", "grid", "config", "has_bias", "kernel", "strides", "partial_numel", "flags",
-                 "flags_ptr", "split_k")
+                 "flags_ptr")
 
     def __init__(self, m: int, n: int, k: int, strides: tuple, has_bias: bool, config: DecodeConfig,
                  device: torch.device, flags: torch.Tensor):
@@ -196,12 +190,7 @@ class DecodeGemmPlan:
         self.flags = flags
         self.flags_ptr = flags.data_ptr()
         self.partial_numel = self.grid * config[0] * config[1]
-        self.split_k = 1
         self.kernel: FastKernel | None = None
-
-    @staticmethod
-    def flags_needed(config: DecodeConfig, m: int, n: int, k: int, device_index: int) -> int:
-        return decode_programs(config, m, n, k, device_index)
 
     def launch_jit(self, a_q, a_s, w_q, w_s, bias, out, partial) -> None:
         block_m, block_n, num_warps, num_stages, _ = self.config

@@ -232,14 +232,13 @@ DECODE_MAX_M = 64
 
 def make_plan(m: int, n: int, k: int, strides: tuple, has_bias: bool, device: torch.device,
               config: GemmConfig | None = None, decode: tuple | None = None):
-    """The plan of one GEMM: the stream-K decode kernel at M <= DECODE_MAX_M (or where ``decode`` names its
-    configuration), else the tiled kernel (``config`` overrides :func:`gemm_config`)."""
-    from kernlint.reference import _triton_decode_gemm as dg
+    """The plan of one GEMM: the stream-K decode kernel where ``decode`` names its configuration (or, with
+    USE_DECODE_GEMM, at M <= DECODE_MAX_M), else the tiled kernel (``config`` overrides :func:`gemm_config`)."""
+    if decode is not None or (config is None and USE_DECODE_GEMM and m <= DECODE_MAX_M):
+        from kernlint.reference import _triton_decode_gemm as dg  # only where it is used
 
-    if decode is None and config is None and USE_DECODE_GEMM and m <= DECODE_MAX_M:
-        decode = dg.decode_config(m, n, k, device.index)
-    if decode is not None:
-        flags = take_arrival_counters(device, dg.DecodeGemmPlan.flags_needed(decode, m, n, k, device.index))
+        decode = decode or dg.decode_config(m, n, k, device.index)
+        flags = take_arrival_counters(device, dg.decode_programs(decode, m, n, k, device.index))
         if flags is not None:
             return dg.DecodeGemmPlan(m, n, k, strides, has_bias, decode, device, flags)
         config = unsplit(gemm_config(m, n, k, device.index))   # first seen inside a capture: no flags to take
