@@ -35,8 +35,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernlint.reference._launch import FastKernel, gdc_wait, pdl_enabled
-from kernlint.reference._triton_gemm import _sm_count
+from kernlint.reference._launch import FastKernel, gdc_wait, pdl_enabled, sm_count
 
 
 @triton.jit
@@ -166,7 +165,7 @@ def decode_config(m: int, n: int, k: int, device_index: int) -> DecodeConfig:
 
 def decode_programs(config: DecodeConfig, m: int, n: int, k: int, device_index: int) -> int:
     units = triton.cdiv(n, config[1]) * triton.cdiv(k, 128)
-    return max(1, min(units, config[4] * _sm_count(device_index)))
+    return max(1, min(units, config[4] * sm_count(device_index)))
 
 
 class DecodeGemmPlan:

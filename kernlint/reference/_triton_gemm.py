@@ -19,13 +19,11 @@ the H200) than this kernel launched through a cached :class:`FastKernel` (13-19 
 """
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
-from kernlint.reference._launch import FastKernel, current_stream, gdc_wait, pdl_enabled
+from kernlint.reference._launch import FastKernel, current_stream, gdc_wait, pdl_enabled, sm_count
 
 
 @triton.jit
@@ -114,11 +112,6 @@ def fp8_block_scaled_gemm_kernel(
             tl.atomic_xchg(arrivals_ptr + tile, 0)   # ready for the next launch (and graph replay)
 
 
-@functools.cache
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 # (BLOCK_M, BLOCK_N, num_warps, num_stages, SPLIT_K)
 GemmConfig = tuple[int, int, int, int, int]
 
@@ -141,7 +134,7 @@ def gemm_config(m: int, n: int, k: int, device_index: int) -> GemmConfig:
     block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
     tiles = triton.cdiv(n, SMALL_M_BLOCK_N) * triton.cdiv(m, block_m)
     k_blocks = triton.cdiv(k, 128)
-    split = min(max(PROGRAMS_PER_SM[block_m] * _sm_count(device_index) // tiles,
+    split = min(max(PROGRAMS_PER_SM[block_m] * sm_count(device_index) // tiles,
                     triton.cdiv(k_blocks, MAX_K_BLOCKS_PER_SPLIT), 1),
                 max(k_blocks // MIN_K_BLOCKS_PER_SPLIT, 1))
     split = triton.cdiv(k_blocks, triton.cdiv(k_blocks, split))   # no split left without K to sum

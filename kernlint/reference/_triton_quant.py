@@ -9,13 +9,11 @@ Host path: everything that depends only on the input's shape, strides, dtype, de
 """
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
-from kernlint.reference._launch import FastKernel, current_stream, gdc_launch_dependents, pdl_enabled
+from kernlint.reference._launch import FastKernel, current_stream, gdc_launch_dependents, pdl_enabled, sm_count
 from kernlint.reference._shapes import _check_group_shape
 
 FP8_E4M3_MAX = 448.0
@@ -63,18 +61,13 @@ def scale_1x128_kernel(
     tl.store(s_ptr + rows * stride_sm + group * stride_sg, scale, mask=row_ok)
 
 
-@functools.cache
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 def _launch_shape(n_rows_out: int, n_groups: int, device_index: int) -> tuple[int, int]:
     """(BLOCK_M, num_warps): the tallest tile that still leaves >= 4 programs per SM.
 
     Small M (decode) gets 1-2 row tiles and one warp, so the few bytes spread over all SMs;
     large M gets 64-row tiles so each program moves 16 KiB.
     """
-    min_programs = 4 * _sm_count(device_index)
+    min_programs = 4 * sm_count(device_index)
     block_m = 1
     while block_m < 64 and triton.cdiv(n_rows_out, 2 * block_m) * n_groups >= min_programs:
         block_m *= 2
