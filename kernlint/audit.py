@@ -20,7 +20,7 @@ from kernlint.capture.child import AUDIT_TIMEOUT_S, ChildCancelled, run_in_child
 from kernlint.capture.distributed import RankLaunch, launch, start_ranks
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.device import Device
-from kernlint.fileio import termination_raised
+from kernlint.fileio import TerminatedError, termination_raised
 from kernlint.pipeline import (
     BaselineInput,
     CheckRequest,
@@ -149,7 +149,8 @@ def compare_with_expectation(workload: Workload, report: TraceReport, ranks: int
 @dataclass(frozen=True)
 class WorkloadProcess:
     """How the audit runs each workload in a process of its own: its time limit, the fixture folder its
-    name may come from, and where the process's output goes (line by line, as it comes)."""
+    name may come from, and where the process's output goes (line by line, as it comes, each line after
+    the workload's name and " | ")."""
 
     timeout_s: float = AUDIT_TIMEOUT_S
     fixtures: Path | None = None
@@ -166,9 +167,11 @@ def capture_workload(workload: Workload, device: str, folder: Path, *, steps: in
         nproc = audit_ranks(device)
         return launch(workload.process_target, nproc, device, folder, workload.name, steps=steps,
                       timeout_s=process.timeout_s, fixtures=process.fixtures), nproc
+    name, on_output = workload.name, process.on_output
     capture = run_in_child(workload.process_target, device, folder, workload.name, label=workload.name,
                            steps=steps, timeout_s=process.timeout_s, fixtures=process.fixtures,
-                           on_output=process.on_output, cancel=cancel)
+                           # workloads run side by side: each line says whose it is
+                           on_output=lambda line: on_output(f"{name} | {line}"), cancel=cancel)
     return [capture.trace], 1
 
 
@@ -340,24 +343,22 @@ def _side_by_side(singles: list[int], workloads: list[Workload], device: str, fo
     pending = list(singles)
     cancel = threading.Event()
     done: queue.Queue[tuple[int, tuple[list[Path], int] | None, BaseException | None]] = queue.Queue()
-    live: dict[int, tuple[threading.Thread, float]] = {}
+    live: dict[int, tuple[threading.Thread, float, threading.Event]] = {}
     failures: dict[int, BaseException] = {}
 
-    def capture(i: int) -> None:
+    def capture(i: int, ended: threading.Event) -> None:
         try:
             done.put((i, capture_workload(workloads[i], device, folder, steps=steps, process=process,
                                           cancel=cancel), None))
         except BaseException as exc:   # handed to the main thread, which raises it
             done.put((i, None, exc))
-
-    def finished(launch_: RankLaunch) -> bool:
-        # a stand-in launch without finished() (a test's) counts as running until it is waited for
-        return bool(getattr(launch_, "finished", lambda: False)())
+        finally:
+            ended.set()
 
     try:
         while pending or live:
             for i in sorted(running):   # ranks that ended: checked now, their room for more
-                if finished(running[i][0]):
+                if running[i][0].finished():
                     launch_, nproc, t0 = running.pop(i)
                     try:
                         traces = launch_.wait()
@@ -368,20 +369,21 @@ def _side_by_side(singles: list[int], workloads: list[Workload], device: str, fo
                         break
             if failures:
                 break
-            rank_processes = sum(n for launch_, n, _ in running.values() if not finished(launch_))
+            rank_processes = sum(n for launch_, n, _ in running.values() if not launch_.finished())
             while pending and (not live or len(live) + rank_processes < MAX_WORKLOAD_PROCESSES):
                 i = pending.pop(0)
                 if on_step:
                     on_step("capture", workloads[i])
-                thread = threading.Thread(target=capture, args=(i,), name=f"kernlint-audit-{workloads[i].name}",
-                                          daemon=True)
-                live[i] = (thread, time.perf_counter())
+                ended = threading.Event()
+                thread = threading.Thread(target=capture, args=(i, ended), daemon=True,
+                                          name=f"kernlint-audit-{workloads[i].name}")
+                live[i] = (thread, time.perf_counter(), ended)
                 thread.start()
             try:   # a short wait: SIGTERM's handler and Ctrl-C run in between
                 i, captured, exc = done.get(timeout=0.1)
             except queue.Empty:
                 continue
-            thread, t0 = live.pop(i)
+            thread, t0, _ = live.pop(i)
             thread.join()
             if exc is not None:
                 failures[i] = exc
@@ -394,12 +396,24 @@ def _side_by_side(singles: list[int], workloads: list[Workload], device: str, fo
             start_queued()
     finally:
         cancel.set()
-        for thread, _ in live.values():
-            thread.join()
+        # Every thread still out ends its capture first (once it has, its child's process group is gone). A
+        # second Ctrl-C or SIGTERM meanwhile is raised after that, not in between, where it would leave children
+        # running; and never inside Thread.join, which would then take a running thread for ended.
+        signalled: BaseException | None = None
+        for thread, _, ended in live.values():
+            while not ended.is_set():
+                try:
+                    ended.wait()
+                except (KeyboardInterrupt, TerminatedError) as sig:
+                    signalled = signalled or sig
+            if signalled is None:
+                thread.join()   # it is returning
         while not done.empty():
             i, _, exc = done.get_nowait()
             if exc is not None and not isinstance(exc, ChildCancelled):
                 failures[i] = exc
+        if signalled is not None:
+            raise signalled
     if failures:
         raise failures[min(failures)]
 

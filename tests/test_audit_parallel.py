@@ -23,7 +23,7 @@ from kernlint.workloads import Workload
 # A fake workload: it writes "<name> <pid> <grandchild pid> <build start> <last step end>" lines to LOG, and
 # starts a grandchild (a sleep) that must end with it.
 _FAKE = '''
-import os, subprocess, sys, time
+import os, signal, subprocess, sys, time
 
 LOG = {log!r}
 
@@ -36,6 +36,9 @@ def workload(name, sleep_s, fail=None):
         start = time.time()
         grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
         _note(name, "start", grandchild.pid, start)
+        print("building", name)
+        if fail == "ignore-sigterm":   # stopped only by the SIGKILL after the grace period
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(sleep_s)
         if fail == "raise":
             raise RuntimeError("boom")
@@ -99,6 +102,32 @@ def test_single_process_workloads_run_side_by_side(tmp_path, monkeypatch):
     assert max(s["start"] for s in seen.values()) < min(s["end"] for s in seen.values()), seen
     assert run.seconds < 0.75 * sum(v.seconds for v in run.verdicts), [run.seconds, [v.seconds for v in run.verdicts]]
     _assert_gone({pid for s in seen.values() for pid in s["pids"]})
+
+
+def test_each_line_a_workload_prints_says_whose_it_is(tmp_path, monkeypatch):
+    import kernlint.audit as audit
+
+    monkeypatch.setattr(audit, "MAX_WORKLOAD_PROCESSES", 3)
+    workloads, log = _fakes(tmp_path, [("w-a", 0.3, None), ("w-b", 0.3, None)])
+    printed: list[str] = []
+    run_audit(workloads, [], "cpu", tmp_path / "out", process=audit.WorkloadProcess(on_output=printed.append))
+    assert {"w-a | building w-a", "w-b | building w-b"} <= set(printed), printed
+    assert all(line.startswith(("w-a | ", "w-b | ")) for line in printed), printed
+    _assert_gone({pid for s in _log(log).values() for pid in s["pids"]})
+
+
+def test_the_progress_line_names_every_workload_being_captured():
+    from kernlint.cli.audit import WorkloadStages
+
+    stages = WorkloadStages("cuda")
+    assert stages.step("capture", "w-a") == "capture w-a on cuda"
+    for name in ("w-b", "w-c", "w-d", "w-e"):
+        line = stages.step("capture", name)
+    assert line == "capture w-a, w-b, w-c and 2 more on cuda"
+    assert stages.step("check", "w-b") == "check w-b; capture w-a, w-c, w-d and 1 more on cuda"
+    for name in ("w-a", "w-c", "w-d"):
+        stages.step("check", name)
+    assert stages.step("check", "w-e") == "check w-e on cuda"
 
 
 @pytest.mark.parametrize("fail, what", [
@@ -191,8 +220,11 @@ main(["audit", "--device", "cpu", "--isolated", "--fixtures", sys.argv[1]], prog
 """
 
 
-def test_sigterm_to_the_audit_stops_every_workload_running_side_by_side(tmp_path):
-    workloads, log = _fakes(tmp_path, [("w-a", 60.0, None), ("w-b", 60.0, None), ("w-c", 60.0, None)])
+@pytest.mark.parametrize("signals", [1, 2])
+def test_sigterm_to_the_audit_stops_every_workload_running_side_by_side(tmp_path, signals):
+    """One SIGTERM; or a second one while the audit stops its workloads (w-c ignores SIGTERM, so stopping it
+    takes the grace period): raised then, it must not cut the stopping short and leave w-c running."""
+    workloads, log = _fakes(tmp_path, [("w-a", 60.0, None), ("w-b", 60.0, None), ("w-c", 60.0, "ignore-sigterm")])
     (tmp_path / "regressed").mkdir()
     (tmp_path / "regressed" / "workloads.py").write_text(
         "from kernlint.workloads import WORKLOADS, Workload\n"
@@ -208,11 +240,17 @@ def test_sigterm_to_the_audit_stops_every_workload_running_side_by_side(tmp_path
             time.sleep(0.05)
         started = {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=15)
+        if signals == 2:
+            time.sleep(1.0)
+            assert proc.poll() is None, "w-c's grace period had not run out: the audit must still be stopping it"
+            proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 128 + signal.SIGTERM, err
-    assert len(err.decode().splitlines()) == 1 and "terminated by SIGTERM" in err.decode()
+    # the workloads' own lines ("w-a | building w-a"), then the audit's one error line
+    (line,) = [line for line in err.decode().splitlines() if " | " not in line]
+    assert "terminated by SIGTERM" in line
     _assert_gone(started | {pid for s in _log(log).values() for pid in s["pids"]})

@@ -238,6 +238,9 @@ def test_ranks_start_first_unless_timings_are_compared(tmp_path, monkeypatch, ba
     order = []
 
     class Launch:
+        def finished(self):
+            return False   # waited for only after the single-process workloads
+
         def wait(self):
             order.append("ranks done")
             return []

@@ -24,6 +24,32 @@ from kernlint.config import (
 from kernlint.errors import ConfigError, ExitCode
 from kernlint.extras import require_capture
 
+
+class WorkloadStages:
+    """The audit's progress line: every workload being captured (several run side by side), and the one being
+    checked. `step` takes the audit's on_step stages: "capture" when a workload starts, any other ("check")
+    when its capture is done and it goes on to that stage (in the main thread, one workload at a time)."""
+
+    SHOWN = 3   # names on the line; the rest counted
+
+    def __init__(self, device: str):
+        self.device = device
+        self.capturing: list[str] = []
+
+    def step(self, stage: str, name: str) -> str:
+        """The line after this step."""
+        if stage == "capture":
+            self.capturing.append(name)
+        elif name in self.capturing:
+            self.capturing.remove(name)
+        parts = [] if stage == "capture" else [f"{stage} {name}"]
+        if self.capturing:
+            more = len(self.capturing) - self.SHOWN
+            parts.append("capture " + ", ".join(self.capturing[:self.SHOWN]) + (f" and {more} more" if more > 0
+                                                                               else ""))
+        return "; ".join(parts) + f" on {self.device}"
+
+
 # `audit --timeout`'s default: kernlint.capture.child.AUDIT_TIMEOUT_S, which is not imported for the option
 # (tests/test_startup_imports.py checks that the two agree).
 _AUDIT_TIMEOUT_S = 600.0
@@ -97,9 +123,10 @@ def audit(device, include_regressed, out_dir, replay, fixtures, timeout_s, repea
     not_run = workloads_not_run(dev, include_regressed=include_regressed, fixtures=fixtures)
     with progress_display() as progress:
         task = progress.add_task("starting", total=None)
+        stages = WorkloadStages(dev)
 
         def on_step(stage: str, workload) -> None:
-            progress.update(task, description=f"{stage} {workload.name} on {dev}")
+            progress.update(task, description=stages.step(stage, workload.name))
 
         # Workloads run side by side: their output comes from a reader thread each; one line at a time, whole.
         echo_lock = threading.Lock()
