@@ -5,12 +5,13 @@ Returns data; the CLI renders it. Sits above capture, trace and rules, below rep
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import queue
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from kernlint.baseline import Baseline, ProgramProfile, Thresholds, profile_prog
 from kernlint.baseline.environment import environment_of
 from kernlint.capture.child import AUDIT_TIMEOUT_S, ChildCancelled, run_in_child
 from kernlint.capture.distributed import RankLaunch, launch, start_ranks
+from kernlint.capture.forkserver import WorkloadForkServer, started_fork_server
 from kernlint.capture.metadata import collect_run_metadata
 from kernlint.device import Device
 from kernlint.fileio import TerminatedError, termination_raised
@@ -155,6 +157,9 @@ class WorkloadProcess:
     timeout_s: float = AUDIT_TIMEOUT_S
     fixtures: Path | None = None
     on_output: Callable[[str], None] = lambda line: None
+    # The fork server the single-process workloads' children come from (torch imported once for all); None:
+    # run_audit starts one where it has two or more to run, and without one each child is a new interpreter.
+    forks: WorkloadForkServer | None = None
 
 
 def capture_workload(workload: Workload, device: str, folder: Path, *, steps: int = 1,
@@ -171,7 +176,8 @@ def capture_workload(workload: Workload, device: str, folder: Path, *, steps: in
     capture = run_in_child(workload.process_target, device, folder, workload.name, label=workload.name,
                            steps=steps, timeout_s=process.timeout_s, fixtures=process.fixtures,
                            # workloads run side by side: each line says whose it is
-                           on_output=lambda line: on_output(f"{name} | {line}"), cancel=cancel)
+                           on_output=lambda line: on_output(f"{name} | {line}"), cancel=cancel,
+                           forks=process.forks)
     return [capture.trace], 1
 
 
@@ -282,10 +288,10 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
                                                  sources)
             verdicts[i].seconds = time.perf_counter() - t0
 
+        singles = [i for i, w in enumerate(workloads) if not w.distributed]
         # SIGTERM / SIGHUP anywhere in here, not only while a child is waited for, stop the ranks started too
-        with termination_raised():
+        with termination_raised(), _with_fork_server(process, len(singles), device) as process:
             try:
-                singles = [i for i, w in enumerate(workloads) if not w.distributed]
                 if overlap:
                     start_queued()
                     _side_by_side(singles, workloads, device, folder, steps, process, on_step, check, start_queued,
@@ -326,6 +332,17 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
     return AuditRun(device=device, metadata=metadata, verdicts=ordered,
                     out_dir=Path(out_dir) if out_dir else None, seconds=time.perf_counter() - start,
                     baseline_report=baseline_report, rules=list(rules), not_run=list(not_run))
+
+
+@contextlib.contextmanager
+def _with_fork_server(process: WorkloadProcess, singles: int, device: str) -> Iterator[WorkloadProcess]:
+    """`process` with a fork server: the caller's, or one started here (and closed on the way out, with any
+    child it still runs) where two or more single-process workloads will share its imports."""
+    if process.forks is not None or singles < 2:
+        yield process
+        return
+    with started_fork_server() as forks:
+        yield dataclasses.replace(process, forks=forks)
 
 
 def _side_by_side(singles: list[int], workloads: list[Workload], device: str, folder: Path, steps: int,

@@ -30,11 +30,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, Protocol
 
 from kernlint import errors
+from kernlint.capture.forkserver import SAFE_PATH, WorkloadForkServer
 from kernlint.errors import ConfigError, KernlintError, WorkloadError
 from kernlint.fileio import RUN_METADATA_SUFFIX, termination_raised
 
+# The workload's process runs this module's main (kernlint.capture.forkserver preloads it).
+_WORKER = "kernlint.rank_worker"
 _STOP_GRACE_S = 5.0
 _POLL_S = 0.02
 # The most of the workload's output held at a time: a read, and an unfinished line before it is passed on.
@@ -48,10 +52,6 @@ START_LIMIT_S = 300.0
 # whole run): a hung workload is stopped and is an error, never a wait without end.
 AUDIT_TIMEOUT_S = 600.0
 
-# The workload's interpreter does not put the working directory first on sys.path (`python -P`): a user's
-# timeit.py or types.py there would shadow the standard library under torch's import (kernlint.rank_worker
-# appends it last instead).
-SAFE_PATH = ("-P",)
 
 
 @dataclass(frozen=True)
@@ -88,13 +88,15 @@ def run_name_of(target: str) -> str:
 def run_in_child(target: str, device: str, out_dir: Path, run_name: str, *, label: str, warmup: int = 1,
                  steps: int = 1, timeout_s: float | None = None, debug: bool = False,
                  fixtures: Path | None = None, on_output: Callable[[str], None] = lambda line: None,
-                 cancel: threading.Event | None = None) -> ChildCapture:
+                 cancel: threading.Event | None = None, forks: WorkloadForkServer | None = None) -> ChildCapture:
     """Profile `target` (a built-in name, module:callable or file.py:callable) on `device` (cpu, cuda or auto:
     the child decides) in a child process. Raises the
     child's own KernlintError, or WorkloadError when it exits without a trace, dies, or runs past
     `timeout_s` (then it is stopped). `fixtures`: a folder whose regressed/workloads.py names more workloads.
     `cancel`: set from another thread (the one that can see Ctrl-C and SIGTERM, which reach only the main
-    thread), it stops the child and its process group and raises ChildCancelled."""
+    thread), it stops the child and its process group and raises ChildCancelled. `forks`: a started fork server
+    (the audit's), which forks the child with torch already imported; without one, or one that failed to start,
+    the child is a new interpreter."""
     try:
         fd, result_name = tempfile.mkstemp(prefix="kernlint-child-", suffix=".jsonl")
     except OSError as exc:
@@ -102,13 +104,19 @@ def run_in_child(target: str, device: str, out_dir: Path, run_name: str, *, labe
                                                  f"{exc.strerror or exc}") from None
     os.close(fd)
     result_file = Path(result_name)
-    cmd = [sys.executable, *SAFE_PATH, "-m", "kernlint.rank_worker", "--kl-single", "--kl-target", target,
-           "--kl-device", device, "--kl-out", str(out_dir), "--kl-run", run_name, "--kl-label", label,
-           "--kl-warmup", str(warmup), "--kl-steps", str(steps), "--kl-result", str(result_file)]
-    cmd += (["--kl-debug"] if debug else []) + (["--kl-fixtures", str(fixtures)] if fixtures else [])
+    argv = ["--kl-single", "--kl-target", target, "--kl-device", device, "--kl-out", str(out_dir),
+            "--kl-run", run_name, "--kl-label", label, "--kl-warmup", str(warmup), "--kl-steps", str(steps),
+            "--kl-result", str(result_file)]
+    argv += (["--kl-debug"] if debug else []) + (["--kl-fixtures", str(fixtures)] if fixtures else [])
+    if forks is not None and forks.usable():
+        def start() -> _Child:
+            return forks.spawn(_WORKER, argv, label)
+    else:
+        def start() -> _Child:
+            return _SpawnedChild([sys.executable, *SAFE_PATH, "-m", _WORKER, *argv])
     try:
         with termination_raised():   # SIGTERM / SIGHUP: the workload is stopped on the way out, as after Ctrl-C
-            code, wall = _run(cmd, result_file, label, timeout_s, on_output, cancel)
+            code, wall = _run(start, result_file, label, timeout_s, on_output, cancel)
         result = _read_result(result_file)
     finally:
         with contextlib.suppress(OSError):
@@ -127,16 +135,66 @@ def run_in_child(target: str, device: str, out_dir: Path, run_name: str, *, labe
     return ChildCapture(trace, metadata, wall, tuple(result.get("profiler", ())))
 
 
-def _run(cmd: list[str], result_file: Path, label: str, timeout_s: float | None,
+class _Child(Protocol):
+    """A workload's process as _run drives it: a spawned interpreter (_SpawnedChild) or one the audit's fork
+    server forked (kernlint.capture.forkserver.ForkedChild). Both lead a process group of their own."""
+
+    pid: int
+    stdout: BinaryIO
+    returncode: int | None
+
+    def exited(self) -> bool:
+        """Whether it has ended; its process group id stays its own until signal_group has run."""
+
+    def wait(self) -> int:
+        """Its exit code, once it has ended (reaped)."""
+
+    def signal_group(self, signo: int) -> None:
+        """Signal its process group: it and what it started."""
+
+
+class _SpawnedChild:
+    """`python -P -m kernlint.rank_worker ...` started in a session of its own: its process group is the
+    workload's and its children's, to end as one."""
+
+    def __init__(self, cmd: list[str]):
+        self._popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                       start_new_session=True)
+        self.pid = self._popen.pid
+        self.stdout = self._popen.stdout
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.returncode
+
+    def exited(self) -> bool:
+        # without reaping it (WNOWAIT): until it is reaped, its pid, and so its group id, cannot be another's
+        if self._popen.returncode is not None:
+            return True
+        try:
+            return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:   # reaped already
+            return True
+
+    def wait(self) -> int:
+        return self._popen.wait()
+
+    def signal_group(self, signo: int) -> None:
+        if self._popen.returncode is not None:   # reaped: its id may be another's now
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signo)
+
+
+def _run(start: Callable[[], _Child], result_file: Path, label: str, timeout_s: float | None,
          on_output: Callable[[str], None], cancel: threading.Event | None = None) -> tuple[int, float]:
     """Run the child to its end (its exit code and wall time), its output passed on as it comes. Whatever
     way it ends (exit, --timeout, Ctrl-C, SIGTERM, `cancel` set), its process group is killed before it is
     reaped, so nothing the workload started outlives it."""
     _check_cancel(cancel)
-    start = time.perf_counter()
-    # A session of its own: its process group is the workload's and its children's, to end as one.
-    child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    begin = time.perf_counter()
+    child = start()
     reader = threading.Thread(target=_pass_on, args=(child.stdout, on_output), daemon=True)
     reader.start()
     try:
@@ -145,14 +203,14 @@ def _run(cmd: list[str], result_file: Path, label: str, timeout_s: float | None,
             _stop(child)
             raise WorkloadError(None, f"{label}: the workload did not finish within {timeout_s:g} s (--timeout); "
                                       "it was stopped and nothing was checked")
-        _kill_group(child)   # what the workload left running (a forked child) ends with it
+        child.signal_group(signal.SIGKILL)   # what the workload left running (a forked child) ends with it
         code = child.wait()
     except BaseException:   # Ctrl-C, SIGTERM, SIGHUP: the child goes too
         _stop(child)
         raise
     finally:
         reader.join(timeout=_STOP_GRACE_S)
-    return code, time.perf_counter() - start
+    return code, time.perf_counter() - begin
 
 
 def _pass_on(stream, on_output: Callable[[str], None]) -> None:
@@ -209,11 +267,11 @@ def _check_cancel(cancel: threading.Event | None) -> None:
         raise ChildCancelled("cancelled")
 
 
-def _ended(child: subprocess.Popen, timeout_s: float | None, cancel: threading.Event | None = None) -> bool:
+def _ended(child: _Child, timeout_s: float | None, cancel: threading.Event | None = None) -> bool:
     """Wait until the child has exited (True) or `timeout_s` has passed (False), without reaping it: its
-    process group id stays its own until _kill_group has run. ChildCancelled once `cancel` is set."""
+    process group id stays its own until it is signalled. ChildCancelled once `cancel` is set."""
     deadline = None if timeout_s is None else time.perf_counter() + timeout_s
-    while not _exited(child):
+    while not child.exited():
         _check_cancel(cancel)
         if deadline is not None and time.perf_counter() > deadline:
             return False
@@ -221,22 +279,13 @@ def _ended(child: subprocess.Popen, timeout_s: float | None, cancel: threading.E
     return True
 
 
-def _exited(child: subprocess.Popen) -> bool:
-    if child.returncode is not None:
-        return True
-    try:
-        return os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:   # reaped already
-        return True
-
-
-def _wait_until_ready(child: subprocess.Popen, result_file: Path, label: str,
+def _wait_until_ready(child: _Child, result_file: Path, label: str,
                       cancel: threading.Event | None = None) -> None:
     """Until the child has imported kernlint and torch (its first result line), or has ended."""
     deadline = time.perf_counter() + START_LIMIT_S
     while not _ready(result_file):
         _check_cancel(cancel)
-        if _exited(child):
+        if child.exited():
             return
         if time.perf_counter() > deadline:
             _stop(child)
@@ -252,20 +301,13 @@ def _ready(result_file: Path) -> bool:
         return False
 
 
-def _kill_group(child: subprocess.Popen, signo: int = signal.SIGKILL) -> None:
-    """Signal the child's process group (the child was started in a session of its own, so the group is
-    its and its children's alone)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signo)
-
-
-def _stop(child: subprocess.Popen) -> None:
+def _stop(child: _Child) -> None:
     """End the child and everything in its process group: SIGTERM, then SIGKILL after a grace period."""
     if child.returncode is not None:   # reaped: its group was killed before (its id may be another's now)
         return
-    _kill_group(child, signal.SIGTERM)
+    child.signal_group(signal.SIGTERM)
     deadline = time.perf_counter() + _STOP_GRACE_S
-    while not _exited(child) and time.perf_counter() < deadline:
+    while not child.exited() and time.perf_counter() < deadline:
         time.sleep(_POLL_S)
-    _kill_group(child)
+    child.signal_group(signal.SIGKILL)
     child.wait()

@@ -115,33 +115,37 @@ def audit(device, include_regressed, out_dir, replay, fixtures, timeout_s, repea
                                                 "replay")
         emit(render(result), output)
         return ExitCode.CLEAN if result.all_as_expected else ExitCode.FINDINGS
-    from kernlint.audit import WorkloadProcess, audit_workloads, run_audit, workloads_not_run
-    from kernlint.workloads import resolve_device
+    from kernlint.capture.forkserver import started_fork_server
 
-    dev = resolve_device(device)
-    workloads = audit_workloads(dev, include_regressed=include_regressed, fixtures=fixtures)
-    not_run = workloads_not_run(dev, include_regressed=include_regressed, fixtures=fixtures)
-    with progress_display() as progress:
-        task = progress.add_task("starting", total=None)
-        stages = WorkloadStages(dev)
+    # The workloads' fork server imports torch once for all of them, while this process imports its own.
+    with started_fork_server() as forks:
+        from kernlint.audit import WorkloadProcess, audit_workloads, run_audit, workloads_not_run
+        from kernlint.workloads import resolve_device
 
-        def on_step(stage: str, workload) -> None:
-            progress.update(task, description=stages.step(stage, workload.name))
+        dev = resolve_device(device)
+        workloads = audit_workloads(dev, include_regressed=include_regressed, fixtures=fixtures)
+        not_run = workloads_not_run(dev, include_regressed=include_regressed, fixtures=fixtures)
+        with progress_display() as progress:
+            task = progress.add_task("starting", total=None)
+            stages = WorkloadStages(dev)
 
-        # Workloads run side by side: their output comes from a reader thread each; one line at a time, whole.
-        echo_lock = threading.Lock()
+            def on_step(stage: str, workload) -> None:
+                progress.update(task, description=stages.step(stage, workload.name))
 
-        def on_output(line: str) -> None:
-            with echo_lock:
-                click.echo(line, err=True)
+            # Workloads run side by side: their output comes from a reader thread each; one line at a time, whole.
+            echo_lock = threading.Lock()
 
-        result = run_audit(workloads, rules, dev, out_dir, on_step=on_step, steps=repeat,
-                           baseline=read_baseline(baseline) if baseline else None,
-                           baseline_path=str(baseline or ""), limits=settings.thresholds,
-                           strict_env=strict_env, strict_timing=strict_timing, keep_tables=html_path is not None,
-                           not_run=not_run,
-                           process=WorkloadProcess(timeout_s, fixtures, on_output),
-                           sources=settings.sources)
+            def on_output(line: str) -> None:
+                with echo_lock:
+                    click.echo(line, err=True)
+
+            result = run_audit(workloads, rules, dev, out_dir, on_step=on_step, steps=repeat,
+                               baseline=read_baseline(baseline) if baseline else None,
+                               baseline_path=str(baseline or ""), limits=settings.thresholds,
+                               strict_env=strict_env, strict_timing=strict_timing, keep_tables=html_path is not None,
+                               not_run=not_run,
+                               process=WorkloadProcess(timeout_s, fixtures, on_output, forks),
+                               sources=settings.sources)
     if render_html is not None:
         write_atomically(html_path, render_html(result))
     emit(render(result), output)
