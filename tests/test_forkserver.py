@@ -149,8 +149,9 @@ def test_closing_the_server_stops_what_it_runs(fakes, server):
     _assert_gone({pid, grandchild})
 
 
-def test_a_server_that_cannot_start_leaves_the_child_to_a_new_interpreter(tmp_path, fakes):
-    forks = WorkloadForkServer(preload=("kernlint_no_such_module",)).start()
+def _assert_spawned_instead(preload: tuple[str, ...], tmp_path: Path, fakes) -> None:
+    """A server with this preload is not usable, and the child is a new interpreter, this process's own."""
+    forks = WorkloadForkServer(preload=preload).start()
     try:
         assert not forks.usable()
         capture = _run("fine", fakes, tmp_path, forks)
@@ -159,6 +160,10 @@ def test_a_server_that_cannot_start_leaves_the_child_to_a_new_interpreter(tmp_pa
     assert capture.trace.is_file()
     ((_, parent, _, _),) = _noted(fakes[1])
     assert parent == os.getpid()
+
+
+def test_a_server_that_cannot_start_leaves_the_child_to_a_new_interpreter(tmp_path, fakes):
+    _assert_spawned_instead(("kernlint_no_such_module",), tmp_path, fakes)
 
 
 def test_a_server_whose_imports_start_a_thread_refuses_to_fork(tmp_path, fakes, monkeypatch):
@@ -167,12 +172,4 @@ def test_a_server_whose_imports_start_a_thread_refuses_to_fork(tmp_path, fakes, 
     (tmp_path / "kl_starts_a_thread.py").write_text(
         "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
-    forks = WorkloadForkServer(preload=("kl_starts_a_thread",)).start()
-    try:
-        assert not forks.usable()
-        capture = _run("fine", fakes, tmp_path, forks)
-    finally:
-        forks.close()
-    assert capture.trace.is_file()
-    ((_, parent, _, _),) = _noted(fakes[1])
-    assert parent == os.getpid()
+    _assert_spawned_instead(("kl_starts_a_thread",), tmp_path, fakes)
