@@ -50,6 +50,12 @@ def killed(device):
 def hangs(device):
     _start()
     time.sleep(600)
+
+def on_cuda(device):
+    import torch
+    _start()
+    x = torch.ones(1024, device="cuda")
+    return lambda: x.mul_(2)
 '''
 
 
@@ -173,3 +179,13 @@ def test_a_server_whose_imports_start_a_thread_refuses_to_fork(tmp_path, fakes, 
         "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
     _assert_spawned_instead(("kl_starts_a_thread",), tmp_path, fakes)
+
+
+@pytest.mark.gpu
+def test_a_forked_child_makes_its_own_cuda_context(tmp_path, fakes, server):
+    """The server imported torch and kernlint's workloads without touching CUDA, so its children can."""
+    path, note = fakes
+    capture = run_in_child(f"{path}:on_cuda", "cuda", tmp_path / "out", "on_cuda", label="on_cuda", forks=server)
+    assert capture.trace.is_file()
+    ((_, parent, _, _),) = _noted(note)
+    assert parent == server.pid
