@@ -336,12 +336,12 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
 
 @contextlib.contextmanager
 def _with_fork_server(process: WorkloadProcess, singles: int, device: str) -> Iterator[WorkloadProcess]:
-    """`process` with a fork server: the caller's, or one started here (and closed on the way out, with any
-    child it still runs) where two or more single-process workloads will share its imports."""
+    """`process` with a fork server: the caller's, or one made here (started when the first child is, closed on
+    the way out with any child it still runs) where two or more single-process workloads will share its imports."""
     if process.forks is not None or singles < 2:
         yield process
         return
-    with started_fork_server() as forks:
+    with started_fork_server(now=False) as forks:
         yield dataclasses.replace(process, forks=forks)
 
 

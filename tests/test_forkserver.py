@@ -73,6 +73,14 @@ def server():
     forks.close()
 
 
+@pytest.fixture(scope="module")
+def shared_server():
+    """One server for the tests that leave it running (its start is torch's import)."""
+    forks = WorkloadForkServer().start()
+    yield forks
+    forks.close()
+
+
 def _noted(note: Path) -> list[tuple[int, int, int, int]]:
     return [tuple(map(int, line.split())) for line in note.read_text().splitlines()] if note.exists() else []
 
@@ -93,7 +101,9 @@ def _run(fake: str, fakes, tmp_path: Path, forks, **kwargs):
     return run_in_child(f"{path}:{fake}", "cpu", tmp_path / "out", fake, label=fake, forks=forks, **kwargs)
 
 
-def test_a_child_is_forked_in_a_session_of_its_own_and_its_output_and_trace_come_back(tmp_path, fakes, server):
+def test_a_child_is_forked_in_a_session_of_its_own_and_its_output_and_trace_come_back(tmp_path, fakes,
+                                                                                      shared_server):
+    server = shared_server
     printed: list[str] = []
     capture = _run("fine", fakes, tmp_path, server, on_output=printed.append)
     assert capture.trace.is_file()
@@ -108,11 +118,12 @@ def test_a_child_is_forked_in_a_session_of_its_own_and_its_output_and_trace_come
     ("exits", "the workload's process exited with code 3"),
     ("raises", "the workload raised RuntimeError: boom"),
     ("killed", "the workload's process was killed by signal 9"),
-    ("hangs", "did not finish within 2 s"),
+    ("hangs", "did not finish within 1 s"),
 ])
-def test_a_forked_child_that_exits_raises_dies_or_hangs_is_an_error(tmp_path, fakes, server, fake, what):
+def test_a_forked_child_that_exits_raises_dies_or_hangs_is_an_error(tmp_path, fakes, shared_server, fake, what):
+    server = shared_server
     with pytest.raises(WorkloadError, match=what):
-        _run(fake, fakes, tmp_path, server, timeout_s=2)
+        _run(fake, fakes, tmp_path, server, timeout_s=1)
     ((pid, parent, _, grandchild),) = _noted(fakes[1])
     assert parent == server.pid
     _assert_gone({pid, grandchild})
@@ -182,7 +193,8 @@ def test_a_server_whose_imports_start_a_thread_refuses_to_fork(tmp_path, fakes, 
 
 
 @pytest.mark.gpu
-def test_a_forked_child_makes_its_own_cuda_context(tmp_path, fakes, server):
+def test_a_forked_child_makes_its_own_cuda_context(tmp_path, fakes, shared_server):
+    server = shared_server
     """The server imported torch and kernlint's workloads without touching CUDA, so its children can."""
     path, note = fakes
     capture = run_in_child(f"{path}:on_cuda", "cuda", tmp_path / "out", "on_cuda", label="on_cuda", forks=server)

@@ -75,8 +75,9 @@ class ForkedChild:
 
 
 class WorkloadForkServer:
-    """The parent's side: `start()` spawns the server (its imports run while the caller goes on); `spawn()`
-    forks a workload child; `close()` ends the server and every child it still runs. Thread-safe."""
+    """The parent's side: `start()` spawns the server (its imports run while the caller goes on), or the first
+    `usable()` does; `spawn()` forks a workload child; `close()` ends the server and every child it still runs.
+    Thread-safe."""
 
     def __init__(self, preload: tuple[str, ...] = PRELOAD, start_limit_s: float = 300.0):
         self._preload = preload
@@ -88,9 +89,16 @@ class WorkloadForkServer:
         self._exits: dict[int, int] = {}
         self._changed = threading.Condition()
         self._request = threading.Lock()
+        self._starting = threading.Lock()
         self._fifos: Path | None = None
 
     def start(self) -> WorkloadForkServer:
+        with self._starting:
+            if self._proc is None:
+                self._start()
+        return self
+
+    def _start(self) -> None:
         import tempfile
 
         self._fifos = Path(tempfile.mkdtemp(prefix="kernlint-forks-"))
@@ -100,7 +108,6 @@ class WorkloadForkServer:
                                        *self._preload], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.DEVNULL, start_new_session=True)
         threading.Thread(target=self._read, name="kernlint-forkserver", daemon=True).start()
-        return self
 
     def _read(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
@@ -130,7 +137,9 @@ class WorkloadForkServer:
         return self._proc.pid if self._proc is not None else None
 
     def usable(self) -> bool:
-        """Ready to fork (waits for its imports): False when it failed to start or has ended."""
+        """Ready to fork (started if it was not; waits for its imports): False when it failed to start or has
+        ended."""
+        self.start()
         deadline = time.monotonic() + self._start_limit_s
         while not self._ready.wait(0.05):
             if self._ended.is_set() or time.monotonic() > deadline:
@@ -202,13 +211,15 @@ class WorkloadForkServer:
 
 
 @contextlib.contextmanager
-def started_fork_server() -> Iterator[WorkloadForkServer | None]:
-    """A fork server started now (its imports run while the caller goes on) and closed on the way out, with any
-    child it still runs; None where children are spawned instead (not Linux)."""
+def started_fork_server(now: bool = True) -> Iterator[WorkloadForkServer | None]:
+    """A fork server, closed on the way out with any child it still runs; None where children are spawned
+    instead (not Linux). `now`: started at once (its imports run while the caller goes on), else on first use."""
     if not AVAILABLE:
         yield None
         return
-    forks = WorkloadForkServer().start()
+    forks = WorkloadForkServer()
+    if now:
+        forks.start()
     try:
         yield forks
     finally:
