@@ -201,3 +201,23 @@ def test_a_forked_child_makes_its_own_cuda_context(tmp_path, fakes, shared_serve
     assert capture.trace.is_file()
     ((_, parent, _, _),) = _noted(note)
     assert parent == server.pid
+
+
+def test_a_cancel_while_the_server_still_imports_stops_the_wait(tmp_path, fakes, monkeypatch):
+    """The audit cancels the others when one workload fails: one still waiting for the server's imports stops
+    waiting at once, and no child is started."""
+    from kernlint.capture.child import ChildCancelled
+
+    (tmp_path / "kl_imports_slowly.py").write_text("import time\ntime.sleep(60)\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    forks = WorkloadForkServer(preload=("kl_imports_slowly",))
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(ChildCancelled):
+            _run("fine", fakes, tmp_path, forks, cancel=cancel)
+    finally:
+        forks.close()
+    assert time.monotonic() - start < 10
+    assert not _noted(fakes[1])

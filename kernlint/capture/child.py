@@ -53,7 +53,6 @@ START_LIMIT_S = 300.0
 AUDIT_TIMEOUT_S = 600.0
 
 
-
 @dataclass(frozen=True)
 class ChildCapture:
     trace: Path
@@ -108,12 +107,12 @@ def run_in_child(target: str, device: str, out_dir: Path, run_name: str, *, labe
             "--kl-run", run_name, "--kl-label", label, "--kl-warmup", str(warmup), "--kl-steps", str(steps),
             "--kl-result", str(result_file)]
     argv += (["--kl-debug"] if debug else []) + (["--kl-fixtures", str(fixtures)] if fixtures else [])
-    if forks is not None and forks.usable():
-        def start() -> _Child:
+
+    def start() -> _Child:
+        if forks is not None and forks.usable(while_waiting=lambda: _check_cancel(cancel)):
             return forks.spawn(_WORKER, argv, label)
-    else:
-        def start() -> _Child:
-            return _SpawnedChild([sys.executable, *SAFE_PATH, "-m", _WORKER, *argv])
+        return _SpawnedChild([sys.executable, *SAFE_PATH, "-m", _WORKER, *argv])
+
     try:
         with termination_raised():   # SIGTERM / SIGHUP: the workload is stopped on the way out, as after Ctrl-C
             code, wall = _run(start, result_file, label, timeout_s, on_output, cancel)

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kernlint.errors import WorkloadError
@@ -136,12 +136,13 @@ class WorkloadForkServer:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
-    def usable(self) -> bool:
-        """Ready to fork (started if it was not; waits for its imports): False when it failed to start or has
-        ended."""
+    def usable(self, while_waiting: Callable[[], None] = lambda: None) -> bool:
+        """Ready to fork (started if it was not; waits for its imports, calling `while_waiting` now and then,
+        which may raise to stop waiting): False when it failed to start or has ended."""
         self.start()
         deadline = time.monotonic() + self._start_limit_s
         while not self._ready.wait(0.05):
+            while_waiting()
             if self._ended.is_set() or time.monotonic() > deadline:
                 return False
         return not self._ended.is_set()
