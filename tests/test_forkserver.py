@@ -32,6 +32,7 @@ def _start():
 def fine(device):
     _start()
     print("hello from the workload", flush=True)
+    print("environment:", os.environ.get("KL_TEST_MARK"), os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"))
     sys.stdout.write("no newline at the end")
     return lambda: None
 
@@ -102,12 +103,16 @@ def _run(fake: str, fakes, tmp_path: Path, forks, **kwargs):
 
 
 def test_a_child_is_forked_in_a_session_of_its_own_and_its_output_and_trace_come_back(tmp_path, fakes,
-                                                                                      shared_server):
+                                                                                      shared_server, monkeypatch):
     server = shared_server
+    monkeypatch.setenv("KL_TEST_MARK", "set after the server started")
+    monkeypatch.delenv("PYTORCH_NVML_BASED_CUDA_CHECK", raising=False)
     printed: list[str] = []
     capture = _run("fine", fakes, tmp_path, server, on_output=printed.append)
     assert capture.trace.is_file()
     assert printed[:1] == ["hello from the workload"] and printed[-1] == "no newline at the end", printed
+    # the audit's environment as it is now, not the server's (which asks NVML for torch.cuda.is_available)
+    assert "environment: set after the server started None" in printed, printed
     ((pid, parent, session, grandchild),) = _noted(fakes[1])
     assert parent == server.pid, "not forked by the server: a new interpreter was spawned"
     assert session == pid

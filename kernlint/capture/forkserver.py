@@ -103,10 +103,13 @@ class WorkloadForkServer:
 
         self._fifos = Path(tempfile.mkdtemp(prefix="kernlint-forks-"))
         # A session of its own: a terminal's Ctrl-C reaches the audit, which stops the children; the server
-        # ends when its stdin does.
+        # ends when its stdin does. torch.cuda.is_available() asks NVML there, not the CUDA driver, should an
+        # import call it: a driver initialised before the fork fails in every child (each child gets the
+        # audit's environment back).
         self._proc = subprocess.Popen([sys.executable, *SAFE_PATH, "-m", "kernlint.capture.forkserver",
                                        *self._preload], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.DEVNULL, start_new_session=True)
+                                      stderr=subprocess.DEVNULL, start_new_session=True,
+                                      env={**os.environ, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"})
         threading.Thread(target=self._read, name="kernlint-forkserver", daemon=True).start()
 
     def _read(self) -> None:
