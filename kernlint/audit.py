@@ -290,7 +290,7 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
 
         singles = [i for i, w in enumerate(workloads) if not w.distributed]
         # SIGTERM / SIGHUP anywhere in here, not only while a child is waited for, stop the ranks started too
-        with termination_raised(), _with_fork_server(process, len(singles), device) as process:
+        with termination_raised(), _with_fork_server(process, len(singles)) as process:
             try:
                 if overlap:
                     start_queued()
@@ -335,7 +335,7 @@ def run_audit(workloads: Iterable[Workload], rules: list[Rule], device: str, out
 
 
 @contextlib.contextmanager
-def _with_fork_server(process: WorkloadProcess, singles: int, device: str) -> Iterator[WorkloadProcess]:
+def _with_fork_server(process: WorkloadProcess, singles: int) -> Iterator[WorkloadProcess]:
     """`process` with a fork server: the caller's, or one made here (started when the first child is, closed on
     the way out with any child it still runs) where two or more single-process workloads will share its imports."""
     if process.forks is not None or singles < 2:
