@@ -175,7 +175,7 @@ def _assert_spawned_instead(preload: tuple[str, ...], tmp_path: Path, fakes) -> 
     """A server with this preload is not usable, and the child is a new interpreter, this process's own."""
     forks = WorkloadForkServer(preload=preload).start()
     try:
-        assert not forks.usable()
+        assert not forks.usable(60)
         capture = _run("fine", fakes, tmp_path, forks)
     finally:
         forks.close()

@@ -109,7 +109,7 @@ def run_in_child(target: str, device: str, out_dir: Path, run_name: str, *, labe
     argv += (["--kl-debug"] if debug else []) + (["--kl-fixtures", str(fixtures)] if fixtures else [])
 
     def start() -> _Child:
-        if forks is not None and forks.usable(while_waiting=lambda: _check_cancel(cancel)):
+        if forks is not None and forks.usable(START_LIMIT_S, while_waiting=lambda: _check_cancel(cancel)):
             return forks.spawn(_WORKER, argv, label)
         return _SpawnedChild([sys.executable, *SAFE_PATH, "-m", _WORKER, *argv])
 

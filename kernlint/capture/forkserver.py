@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import itertools
 import json
 import os
 import queue
@@ -79,9 +80,9 @@ class WorkloadForkServer:
     `usable()` does; `spawn()` forks a workload child; `close()` ends the server and every child it still runs.
     Thread-safe."""
 
-    def __init__(self, preload: tuple[str, ...] = PRELOAD, start_limit_s: float = 300.0):
+    def __init__(self, preload: tuple[str, ...] = PRELOAD):
         self._preload = preload
-        self._start_limit_s = start_limit_s
+        self._fifo_names = itertools.count()
         self._proc: subprocess.Popen | None = None
         self._ready = threading.Event()
         self._ended = threading.Event()
@@ -139,11 +140,11 @@ class WorkloadForkServer:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
-    def usable(self, while_waiting: Callable[[], None] = lambda: None) -> bool:
-        """Ready to fork (started if it was not; waits for its imports, calling `while_waiting` now and then,
-        which may raise to stop waiting): False when it failed to start or has ended."""
+    def usable(self, limit_s: float, while_waiting: Callable[[], None] = lambda: None) -> bool:
+        """Ready to fork (started if it was not; waits up to `limit_s` for its imports, calling `while_waiting`
+        now and then, which may raise to stop waiting): False when it failed to start, has ended or is late."""
         self.start()
-        deadline = time.monotonic() + self._start_limit_s
+        deadline = time.monotonic() + limit_s
         while not self._ready.wait(0.05):
             while_waiting()
             if self._ended.is_set() or time.monotonic() > deadline:
@@ -155,7 +156,7 @@ class WorkloadForkServer:
         process's working directory and environment. WorkloadError when the server cannot fork it."""
         assert self._proc is not None and self._proc.stdin is not None and self._fifos is not None
         with self._request:
-            fifo = self._fifos / f"out-{len(os.listdir(self._fifos))}"
+            fifo = self._fifos / f"out-{next(self._fifo_names)}"
             os.mkfifo(fifo, 0o600)
             # The read end first (the server then opens the write end without blocking and hands it to the child
             # at the fork, so the child holds it before its pid is known here: no early end of file).
@@ -264,7 +265,6 @@ def _child(request: dict, out: int, wakeup: tuple[int, int]) -> None:
         for fd in wakeup:
             os.close(fd)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
         os.dup2(out, 1)
         os.dup2(out, 2)
         os.close(out)
@@ -296,7 +296,8 @@ def _child(request: dict, out: int, wakeup: tuple[int, int]) -> None:
 
 
 def serve(preload: list[str]) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the audit stops the children; this ends with its stdin
+    """The server's loop (`python -m kernlint.capture.forkserver MODULE...`). In a session of its own, no
+    terminal's Ctrl-C reaches it: the audit stops the children, and the server ends with its stdin."""
     for name in preload:
         importlib.import_module(name)
     # Forking is safe only from one thread and before any CUDA context (torch._inductor.compile_fx's import,

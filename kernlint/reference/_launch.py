@@ -69,6 +69,7 @@ def sm_count(device_index: int) -> int:
     """Streaming multiprocessors on the device: the launch grids of all reference kernels are sized by it."""
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
+
 # The raw stream handle, as the Triton JIT itself reads it (a C call, no torch.cuda.Stream object).
 current_stream = torch._C._cuda_getCurrentRawStream
 
